@@ -1,0 +1,88 @@
+// The client: one per process (or per set of nodes), shared by all threads.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "redlock/config.hpp"
+#include "redlock/errors.hpp"
+#include "redlock/lock.hpp"
+
+namespace redlock {
+
+// What to acquire and how long to try.
+struct AcquireRequest {
+  std::vector<std::string> resources;  // one or more; several are locked all-or-nothing per node
+  std::optional<Milliseconds> ttl;     // lease; default Config::ttl; must be positive
+  // How long to keep trying while the lock is taken by someone else or quorum is missing:
+  //   nullopt: 1 + Config::retry_count attempts, Config::retry_delay + jitter apart;
+  //   0:       exactly one attempt (try-lock);
+  //   > 0:     retry (with jitter) until this much time has passed.
+  std::optional<Milliseconds> wait;
+};
+
+// Health of one node, as `redlock status` prints it.
+struct NodeStatus {
+  std::string address;
+  bool up = false;
+  std::chrono::microseconds round_trip{0};
+  std::string server_version;
+  std::error_code error;
+  std::string detail;
+};
+
+class Client {
+ public:
+  using AcquireCallback = std::function<void(AcquireResult)>;
+  using ExtendCallback = std::function<void(ExtendResult)>;
+  using ReleaseCallback = std::function<void(ReleaseResult)>;
+  using StatusCallback = std::function<void(std::vector<NodeStatus>)>;
+
+  // Validates the configuration (throws redlock::Error with Errc::invalid_config naming the bad
+  // part), starts the loop thread and begins connecting to every node. Never blocks on the
+  // network.
+  explicit Client(Config config);
+  // Stops the loop: pending asynchronous operations complete with Errc::shutting_down.
+  // Locks are not released (they expire with their TTL). Never throws.
+  ~Client();
+
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  const Config& config() const noexcept;
+
+  // Blocking calls: callable from any thread except the client's own loop thread (there they
+  // return Errc::would_deadlock). They never throw for network or contention outcomes.
+  AcquireResult try_acquire(std::string_view resource);
+  AcquireResult try_acquire(std::string_view resource, Milliseconds ttl);
+  AcquireResult acquire(std::string_view resource, Milliseconds ttl, Milliseconds wait);
+  AcquireResult acquire(AcquireRequest request);
+  // On success lock.valid_until and lock.ttl are updated; on failure they are left as they were.
+  ExtendResult extend(Lock& lock);
+  ExtendResult extend(Lock& lock, Milliseconds ttl);
+  ReleaseResult release(const Lock& lock);
+  std::vector<NodeStatus> status();
+
+  // Asynchronous calls: callable from any thread. The callback runs exactly once, on the
+  // client's loop thread; keep it short and do not block in it. An exception escaping a
+  // callback is caught and reported on stderr, never propagated into the loop.
+  void acquire_async(AcquireRequest request, AcquireCallback done);
+  void extend_async(Lock lock, Milliseconds ttl, ExtendCallback done);
+  void release_async(Lock lock, ReleaseCallback done);
+  void status_async(StatusCallback done);
+
+  // The Redis key of a resource: key_prefix + resource.
+  std::string key_of(std::string_view resource) const;
+
+  class Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace redlock

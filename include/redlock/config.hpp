@@ -1,0 +1,67 @@
+// Configuration: the node list and the options of the algorithm.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+namespace redlock {
+
+using Milliseconds = std::chrono::milliseconds;
+
+// One independent Redis master, from `redis://[user:password@]host:port[/db]`.
+struct NodeAddress {
+  std::string host;  // a name, an IPv4 address, or an IPv6 address without brackets
+  std::uint16_t port = 0;
+  int db = 0;
+  std::string user;      // empty: AUTH with the password only (or no AUTH)
+  std::string password;  // empty: no AUTH
+
+  // "host:port" or "host:port/db"; never shows credentials.
+  std::string to_string() const;
+};
+
+struct Config {
+  std::vector<NodeAddress> nodes;
+
+  // Lease of a lock when an operation is given none.
+  Milliseconds ttl{10'000};
+  // acquire() without a wait deadline makes 1 + retry_count attempts,
+  // retry_delay + uniform[0, retry_jitter] apart.
+  int retry_count = 3;
+  Milliseconds retry_delay{200};
+  Milliseconds retry_jitter{100};
+  // Clock drift allowance: validity = ttl - (ttl * drift_factor + 2 ms).
+  double drift_factor = 0.01;
+  // Per node: how long a connection attempt and a single request may take.
+  Milliseconds connect_timeout{1'000};
+  Milliseconds request_timeout{200};
+  // Reconnect back-off after a failed or lost connection: doubles from min to max, with jitter.
+  Milliseconds reconnect_min{50};
+  Milliseconds reconnect_max{2'000};
+  // Every Redis key and channel of this client starts with this prefix.
+  std::string key_prefix = "redlock:";
+
+  // Parses a comma-separated node list; other options keep their defaults.
+  // Throws redlock::Error (Errc::invalid_config) naming the bad part.
+  static Config from_node_list(std::string_view list);
+  // The same from the REDLOCK_NODES environment variable.
+  static Config from_env();
+};
+
+// Parses `redis://[user:password@]host:port[/db]` entries separated by commas.
+// On failure returns Errc::invalid_config and sets `message` to a sentence naming the bad part;
+// `out` is then unspecified.
+[[nodiscard]] std::error_code parse_node_list(std::string_view list, std::vector<NodeAddress>& out,
+                                              std::string& message);
+
+// Checks the whole configuration; same contract as parse_node_list.
+[[nodiscard]] std::error_code validate(const Config& config, std::string& message);
+
+// The clock drift allowance for a lease: ttl * drift_factor + 2 ms (rounded up to microseconds).
+std::chrono::microseconds drift_allowance(Milliseconds ttl, double drift_factor);
+
+}  // namespace redlock

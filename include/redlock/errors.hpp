@@ -1,0 +1,82 @@
+// Error codes of redlock-cpp: one enum, one std::error_category.
+//
+// Contention is not an error in the exceptional sense: a refused acquire is an
+// ordinary outcome whose code is Errc::not_acquired. Codes are generated from
+// one X-macro list so that the enum, the names and the messages never drift.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <system_error>
+#include <type_traits>
+
+namespace redlock {
+
+// X(name, message)
+#define REDLOCK_ERRC_MAP(X)                                                         \
+  /* outcomes of lock operations */                                                 \
+  X(not_acquired, "lock is held by another owner")                                  \
+  X(not_held, "lock is not held by this token (expired or taken by another owner)") \
+  X(no_quorum, "too few nodes answered for a quorum")                               \
+  X(validity_expired, "quorum reached after the validity window closed")            \
+  X(lock_lost, "lock lost: its validity ended or a quorum no longer holds it")      \
+  X(cancelled, "operation cancelled")                                               \
+  X(shutting_down, "client is shutting down")                                       \
+  X(would_deadlock, "blocking call made from the client's own loop thread")         \
+  X(not_owner, "lock is not owned by the calling thread")                           \
+  /* caller and configuration errors */                                             \
+  X(invalid_argument, "invalid argument")                                           \
+  X(invalid_config, "invalid configuration")                                        \
+  /* node-level failures */                                                         \
+  X(not_connected, "node is not connected")                                         \
+  X(connect_failed, "connection to node failed")                                    \
+  X(connect_timeout, "connection to node timed out")                                \
+  X(request_timeout, "request to node timed out")                                   \
+  X(connection_lost, "connection to node lost")                                     \
+  X(protocol_error, "unexpected reply from node")                                   \
+  /* Redis error replies */                                                         \
+  X(redis_wrongtype, "WRONGTYPE: key holds a value of another type")                \
+  X(redis_oom, "OOM: node is out of memory")                                        \
+  X(redis_readonly, "READONLY: node is a read-only replica")                        \
+  X(redis_noperm, "NOPERM: user lacks permission")                                  \
+  X(redis_noauth, "NOAUTH: node requires authentication")                           \
+  X(redis_auth_failed, "authentication failed (wrong user or password)")            \
+  X(redis_loading, "LOADING: node is loading its dataset")                          \
+  X(redis_busy, "BUSY: node is running a long script")                              \
+  X(redis_noscript, "NOSCRIPT: script not cached on node")                          \
+  X(redis_masterdown, "MASTERDOWN: replica lost its master")                        \
+  X(redis_error, "Redis error reply")
+
+enum class Errc : int {
+// 0 is success in std::error_code; codes start at 1.
+#define REDLOCK_ERRC_ENUM(name, msg) name,
+  ok_ = 0,
+  REDLOCK_ERRC_MAP(REDLOCK_ERRC_ENUM)
+#undef REDLOCK_ERRC_ENUM
+};
+
+const std::error_category& error_category() noexcept;
+
+inline std::error_code make_error_code(Errc e) noexcept {
+  return {static_cast<int>(e), error_category()};
+}
+
+// The enumerator's name ("not_acquired"), or "unknown".
+const char* errc_name(Errc e) noexcept;
+
+// True for codes that come from a Redis error reply.
+bool is_redis_reply_error(std::error_code ec) noexcept;
+
+// Thrown only by the convenience calls that say so (Result::value(),
+// Config::from_node_list). Carries the code and a message naming the bad part.
+class Error : public std::system_error {
+ public:
+  Error(std::error_code ec, const std::string& what) : std::system_error(ec, what) {}
+};
+
+}  // namespace redlock
+
+namespace std {
+template <>
+struct is_error_code_enum<redlock::Errc> : true_type {};
+}  // namespace std

@@ -1,0 +1,100 @@
+// The Redlock decision rules, as pure functions of their inputs.
+//
+// Nothing here reads a clock, draws a random number or does I/O: callers pass
+// the time and the randomness in, so every rule is unit-tested exhaustively.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+#include "redlock/config.hpp"
+#include "redlock/errors.hpp"
+
+namespace redlock::detail {
+
+using Clock = std::chrono::steady_clock;
+
+// Majority of n nodes.
+constexpr std::size_t quorum_size(std::size_t n) noexcept { return n / 2 + 1; }
+
+enum class Verdict { pending, won, lost };
+
+// Votes gathered so far for one fan-out to n nodes.
+struct Tally {
+  std::size_t nodes = 0;
+  std::size_t yes = 0;
+  std::size_t no = 0;      // the node answered: held by another token / not ours
+  std::size_t failed = 0;  // the node did not answer usefully (down, timeout, error reply)
+
+  std::size_t quorum() const noexcept { return quorum_size(nodes); }
+  // Known as soon as Q said yes (won) or more than N - Q said no or failed (lost).
+  Verdict verdict() const noexcept {
+    if (yes >= quorum()) return Verdict::won;
+    if (no + failed > nodes - quorum()) return Verdict::lost;
+    return Verdict::pending;
+  }
+  // Why a lost fan-out was lost: no_quorum when fewer than Q nodes could answer at all,
+  // otherwise `contended` (not_acquired for acquire, not_held for extend/release).
+  Errc loss_reason(Errc contended) const noexcept {
+    return failed > nodes - quorum() ? Errc::no_quorum : contended;
+  }
+};
+
+// End of the validity window of a lock whose requests left at t0:
+// t0 + ttl - (ttl * drift_factor + 2 ms).
+inline Clock::time_point validity_deadline(Clock::time_point t0, Milliseconds ttl,
+                                           double drift_factor) noexcept {
+  return t0 + ttl - drift_allowance(ttl, drift_factor);
+}
+
+// A won quorum counts only if it arrived strictly before the deadline.
+inline bool still_valid(Clock::time_point now, Clock::time_point deadline) noexcept {
+  return now < deadline;
+}
+
+// A fresh deadline from a successful extend may never be earlier than what the holder
+// already had, and a failed extend keeps the previous deadline: one rule, max.
+inline Clock::time_point extended_deadline(Clock::time_point previous,
+                                           std::optional<Clock::time_point> fresh) noexcept {
+  return fresh && *fresh > previous ? *fresh : previous;
+}
+
+// Delay before the next acquire attempt: base + uniform[0, jitter], from a random draw.
+inline Milliseconds retry_delay(Milliseconds base, Milliseconds jitter,
+                                std::uint64_t random) noexcept {
+  auto span = static_cast<std::uint64_t>(jitter.count()) + 1;
+  return base + Milliseconds(static_cast<std::int64_t>(random % span));
+}
+
+// When the next attempt may start, or nullopt when the caller's budget is spent.
+// `attempts` is how many attempts were made; `max_attempts` of 0 means "bounded by the
+// deadline only". An attempt is started only when it can still finish before the deadline
+// is reached by its start time.
+inline std::optional<Clock::time_point> next_attempt(Clock::time_point now,
+                                                     std::optional<Clock::time_point> deadline,
+                                                     int attempts, int max_attempts,
+                                                     Milliseconds delay) noexcept {
+  if (max_attempts > 0 && attempts >= max_attempts) return std::nullopt;
+  auto at = now + delay;
+  if (deadline) {
+    if (now >= *deadline) return std::nullopt;
+    if (at >= *deadline) at = *deadline - std::chrono::microseconds(1);
+    if (at < now) at = now;
+  }
+  return at;
+}
+
+// Reconnect back-off: min * 2^failures capped at max, then a uniform draw in [half, full].
+inline Milliseconds reconnect_backoff(int failures, Milliseconds min, Milliseconds max,
+                                      std::uint64_t random) noexcept {
+  auto d = min;
+  for (int i = 0; i < failures && d < max; ++i) d *= 2;
+  if (d > max) d = max;
+  auto half = d / 2;
+  auto span = static_cast<std::uint64_t>((d - half).count()) + 1;
+  return half + Milliseconds(static_cast<std::int64_t>(random % span));
+}
+
+}  // namespace redlock::detail

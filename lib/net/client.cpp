@@ -1,0 +1,216 @@
+// The public Client: validates input, hands work to the loop thread, and turns asynchronous
+// completions into blocking calls.
+#include "redlock/client.hpp"
+
+#include <future>
+
+#include "coordinator.hpp"
+#include "loop.hpp"
+
+namespace redlock {
+namespace {
+
+Config validated(Config config) {
+  std::string message;
+  if (auto ec = validate(config, message)) throw Error(ec, message);
+  return config;
+}
+
+// Checks a lease given to one operation; empty string when fine.
+std::string check_ttl(Milliseconds ttl, const Config& config) {
+  if (ttl.count() <= 0) return "ttl " + std::to_string(ttl.count()) + "ms must be positive";
+  if (ttl <= drift_allowance(ttl, config.drift_factor))
+    return "ttl " + std::to_string(ttl.count()) + "ms is not above its clock drift allowance";
+  return {};
+}
+
+std::string check_resources(const std::vector<std::string>& resources) {
+  if (resources.empty()) return "no resource given";
+  for (std::size_t i = 0; i < resources.size(); ++i) {
+    if (resources[i].empty()) return "resource name is empty";
+    for (std::size_t j = 0; j < i; ++j)
+      if (resources[i] == resources[j]) return "resource '" + resources[i] + "' is listed twice";
+  }
+  return {};
+}
+
+template <typename Result>
+Result invalid(std::string detail) {
+  Result r;
+  r.error = make_error_code(Errc::invalid_argument);
+  r.detail = std::move(detail);
+  return r;
+}
+
+}  // namespace
+
+// Members are declared in destruction-safe order: the coordinator (nodes, timers) goes first,
+// after the loop has been stopped in ~Impl; the loop next; the configuration, which nodes
+// refer to, last.
+class Client::Impl {
+ public:
+  explicit Impl(Config config)
+      : config_(validated(std::move(config))), coordinator_(loop_.get(), config_) {
+    loop_.start();
+    loop_.post([this] { coordinator_.start(); });
+  }
+
+  ~Impl() {
+    loop_.stop([this] { coordinator_.shutdown(); });
+  }
+
+  // Runs `work` on the loop thread; if the loop is gone, completes `fail` on this thread.
+  template <typename Work, typename Fail>
+  void submit(Work&& work, Fail&& fail) {
+    if (!loop_.post(std::forward<Work>(work))) fail();
+  }
+
+  // Blocking form of an asynchronous call.
+  template <typename Result, typename Start>
+  Result wait(Start&& start) {
+    if (loop_.in_loop_thread()) {
+      Result r;
+      r.error = make_error_code(Errc::would_deadlock);
+      r.detail = "a blocking call was made from a callback; use the asynchronous form";
+      return r;
+    }
+    auto promise = std::make_shared<std::promise<Result>>();
+    auto future = promise->get_future();
+    start([promise](Result r) { promise->set_value(std::move(r)); });
+    return future.get();
+  }
+
+  Config config_;
+  detail::EventLoop loop_;
+  detail::Coordinator coordinator_;
+};
+
+Client::Client(Config config) : impl_(std::make_unique<Impl>(std::move(config))) {}
+
+Client::~Client() = default;
+
+const Config& Client::config() const noexcept { return impl_->config_; }
+
+std::string Client::key_of(std::string_view resource) const {
+  return impl_->config_.key_prefix + std::string(resource);
+}
+
+void Client::acquire_async(AcquireRequest request, AcquireCallback done) {
+  auto* impl = impl_.get();
+  auto shared = std::make_shared<AcquireCallback>(std::move(done));
+  impl->submit(
+      [impl, request = std::move(request), shared]() mutable {
+        const auto& config = impl->config_;
+        Milliseconds ttl = request.ttl.value_or(config.ttl);
+        std::string bad = check_resources(request.resources);
+        if (bad.empty()) bad = check_ttl(ttl, config);
+        if (bad.empty() && request.wait && request.wait->count() < 0)
+          bad = "wait must not be negative";
+        if (!bad.empty()) {
+          auto r = invalid<AcquireResult>(std::move(bad));
+          detail::deliver_guarded("acquire", [&] { (*shared)(std::move(r)); });
+          return;
+        }
+        impl->coordinator_.acquire(std::move(request), ttl, std::move(*shared));
+      },
+      [shared] {
+        AcquireResult r;
+        r.error = make_error_code(Errc::shutting_down);
+        (*shared)(std::move(r));
+      });
+}
+
+void Client::extend_async(Lock lock, Milliseconds ttl, ExtendCallback done) {
+  auto* impl = impl_.get();
+  auto shared = std::make_shared<ExtendCallback>(std::move(done));
+  impl->submit(
+      [impl, lock = std::move(lock), ttl, shared]() mutable {
+        std::string bad = check_resources(lock.resources);
+        if (bad.empty()) bad = check_ttl(ttl, impl->config_);
+        if (bad.empty() && lock.token.empty()) bad = "token is empty";
+        if (!bad.empty()) {
+          auto r = invalid<ExtendResult>(std::move(bad));
+          r.valid_until = lock.valid_until;
+          detail::deliver_guarded("extend", [&] { (*shared)(std::move(r)); });
+          return;
+        }
+        impl->coordinator_.extend(std::move(lock), ttl, std::move(*shared));
+      },
+      [shared] {
+        ExtendResult r;
+        r.error = make_error_code(Errc::shutting_down);
+        (*shared)(std::move(r));
+      });
+}
+
+void Client::release_async(Lock lock, ReleaseCallback done) {
+  auto* impl = impl_.get();
+  auto shared = std::make_shared<ReleaseCallback>(std::move(done));
+  impl->submit(
+      [impl, lock = std::move(lock), shared]() mutable {
+        std::string bad = check_resources(lock.resources);
+        if (bad.empty() && lock.token.empty()) bad = "token is empty";
+        if (!bad.empty()) {
+          auto r = invalid<ReleaseResult>(std::move(bad));
+          detail::deliver_guarded("release", [&] { (*shared)(std::move(r)); });
+          return;
+        }
+        impl->coordinator_.release(std::move(lock), std::move(*shared));
+      },
+      [shared] {
+        ReleaseResult r;
+        r.error = make_error_code(Errc::shutting_down);
+        (*shared)(std::move(r));
+      });
+}
+
+void Client::status_async(StatusCallback done) {
+  auto* impl = impl_.get();
+  auto shared = std::make_shared<StatusCallback>(std::move(done));
+  impl->submit([impl, shared] { impl->coordinator_.status(std::move(*shared)); },
+               [shared] { (*shared)({}); });
+}
+
+AcquireResult Client::acquire(AcquireRequest request) {
+  return impl_->wait<AcquireResult>(
+      [&](AcquireCallback done) { acquire_async(std::move(request), std::move(done)); });
+}
+
+AcquireResult Client::try_acquire(std::string_view resource) {
+  return acquire(AcquireRequest{{std::string(resource)}, std::nullopt, Milliseconds(0)});
+}
+
+AcquireResult Client::try_acquire(std::string_view resource, Milliseconds ttl) {
+  return acquire(AcquireRequest{{std::string(resource)}, ttl, Milliseconds(0)});
+}
+
+AcquireResult Client::acquire(std::string_view resource, Milliseconds ttl, Milliseconds wait) {
+  return acquire(AcquireRequest{{std::string(resource)}, ttl, wait});
+}
+
+ExtendResult Client::extend(Lock& lock) { return extend(lock, lock.ttl); }
+
+ExtendResult Client::extend(Lock& lock, Milliseconds ttl) {
+  auto r = impl_->wait<ExtendResult>(
+      [&](ExtendCallback done) { extend_async(lock, ttl, std::move(done)); });
+  if (r.ok()) {
+    lock.valid_until = r.valid_until;
+    lock.ttl = ttl;
+  }
+  return r;
+}
+
+ReleaseResult Client::release(const Lock& lock) {
+  return impl_->wait<ReleaseResult>(
+      [&](ReleaseCallback done) { release_async(lock, std::move(done)); });
+}
+
+std::vector<NodeStatus> Client::status() {
+  if (impl_->loop_.in_loop_thread()) return {};
+  auto promise = std::make_shared<std::promise<std::vector<NodeStatus>>>();
+  auto future = promise->get_future();
+  status_async([promise](std::vector<NodeStatus> rows) { promise->set_value(std::move(rows)); });
+  return future.get();
+}
+
+}  // namespace redlock

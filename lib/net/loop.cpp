@@ -1,0 +1,76 @@
+#include "loop.hpp"
+
+#include <cstdio>
+
+namespace redlock::detail {
+
+EventLoop::EventLoop() {
+  uv_loop_init(&loop_);
+  uv_async_init(&loop_, &async_, &EventLoop::on_async);
+  async_.data = this;
+}
+
+EventLoop::~EventLoop() {
+  if (thread_.joinable()) stop(nullptr);
+}
+
+void EventLoop::start() {
+  thread_ = std::thread([this] {
+    thread_id_ = std::this_thread::get_id();
+    uv_run(&loop_, UV_RUN_DEFAULT);
+  });
+}
+
+bool EventLoop::post(Task task) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (closed_) return false;
+    inbox_.push_back(std::move(task));
+  }
+  uv_async_send(&async_);  // sends coalesce: drain() takes the whole inbox each time
+  return true;
+}
+
+void EventLoop::on_async(uv_async_t* handle) { static_cast<EventLoop*>(handle->data)->drain(); }
+
+void EventLoop::drain() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    running_.swap(inbox_);
+  }
+  for (auto& task : running_) task();
+  running_.clear();
+  if (stopping_) return;
+  bool stop_now;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_now = closed_ && inbox_.empty();
+  }
+  if (stop_now) {
+    stopping_ = true;
+    if (last_) last_();
+    uv_close(reinterpret_cast<uv_handle_t*>(&async_), nullptr);
+  }
+}
+
+int EventLoop::stop(Task last) {
+  if (!thread_.joinable()) {
+    // Never started: close what the constructor opened and let the close callbacks run.
+    if (last) last();
+    uv_close(reinterpret_cast<uv_handle_t*>(&async_), nullptr);
+    uv_run(&loop_, UV_RUN_DEFAULT);
+    return uv_loop_close(&loop_);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    last_ = std::move(last);  // read by the loop thread only after it sees closed_
+    closed_ = true;
+  }
+  uv_async_send(&async_);
+  thread_.join();
+  int rc = uv_loop_close(&loop_);
+  if (rc != 0) std::fprintf(stderr, "redlock: event loop closed with open handles\n");
+  return rc;
+}
+
+}  // namespace redlock::detail

@@ -1,0 +1,49 @@
+// The libuv loop thread owned by a Client, and the one way into it from other threads.
+#pragma once
+
+#include <uv.h>
+
+#include <atomic>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace redlock::detail {
+
+class EventLoop {
+ public:
+  using Task = std::function<void()>;
+
+  EventLoop();   // initialises the loop; no thread yet, so handles may be set up from here
+  ~EventLoop();  // stop() must have been called
+
+  EventLoop(const EventLoop&) = delete;
+  EventLoop& operator=(const EventLoop&) = delete;
+
+  uv_loop_t* get() noexcept { return &loop_; }
+  void start();
+  // Queues a task for the loop thread; false (task dropped) once stop() has begun.
+  bool post(Task task);
+  bool in_loop_thread() const noexcept { return std::this_thread::get_id() == thread_id_; }
+  // Runs `last` on the loop (it must close every handle it owns), closes the mailbox, joins
+  // the thread and closes the loop. Returns uv_loop_close()'s result: 0 unless a handle leaked.
+  int stop(Task last);
+
+ private:
+  static void on_async(uv_async_t* handle);
+  void drain();
+
+  uv_loop_t loop_{};
+  uv_async_t async_{};
+  std::thread thread_;
+  std::atomic<std::thread::id> thread_id_{};
+  std::mutex mutex_;
+  std::vector<Task> inbox_;  // guarded by mutex_
+  std::vector<Task> running_;
+  bool closed_ = false;  // guarded by mutex_
+  Task last_;
+  bool stopping_ = false;  // loop thread only
+};
+
+}  // namespace redlock::detail

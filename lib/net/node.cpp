@@ -1,0 +1,432 @@
+#include "node.hpp"
+
+#include <hiredis/adapters/libuv.h>
+#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
+
+#include <array>
+#include <cassert>
+#include <charconv>
+#include <cstring>
+
+#include "../core/quorum.hpp"
+#include "redlock/errors.hpp"
+
+namespace redlock::detail {
+namespace {
+
+bool starts_with(std::string_view s, std::string_view prefix) {
+  return s.size() >= prefix.size() && s.compare(0, prefix.size(), prefix) == 0;
+}
+
+// Small argv with inline room for the common case; spills to the heap for many keys.
+class Argv {
+ public:
+  void push(const char* p, std::size_t n) {
+    if (size_ < kInline) {
+      ptrs_[size_] = p;
+      lens_[size_] = n;
+    } else {
+      if (more_ptrs_.empty()) {
+        more_ptrs_.assign(ptrs_.begin(), ptrs_.end());
+        more_lens_.assign(lens_.begin(), lens_.end());
+      }
+      more_ptrs_.push_back(p);
+      more_lens_.push_back(n);
+    }
+    ++size_;
+  }
+  void push(std::string_view s) { push(s.data(), s.size()); }
+  int argc() const { return static_cast<int>(size_); }
+  const char** argv() { return more_ptrs_.empty() ? ptrs_.data() : more_ptrs_.data(); }
+  const std::size_t* lens() { return more_lens_.empty() ? lens_.data() : more_lens_.data(); }
+
+ private:
+  static constexpr std::size_t kInline = 16;
+  std::array<const char*, kInline> ptrs_{};
+  std::array<std::size_t, kInline> lens_{};
+  std::vector<const char*> more_ptrs_;
+  std::vector<std::size_t> more_lens_;
+  std::size_t size_ = 0;
+};
+
+std::string ms_text(Milliseconds d) { return std::to_string(d.count()) + "ms"; }
+
+}  // namespace
+
+std::error_code error_from_reply_text(std::string_view text) noexcept {
+  struct Prefix {
+    std::string_view prefix;
+    Errc code;
+  };
+  static constexpr Prefix table[] = {
+      {"WRONGTYPE", Errc::redis_wrongtype},
+      {"OOM", Errc::redis_oom},
+      {"READONLY", Errc::redis_readonly},
+      {"NOPERM", Errc::redis_noperm},
+      {"NOAUTH", Errc::redis_noauth},
+      {"WRONGPASS", Errc::redis_auth_failed},
+      {"LOADING", Errc::redis_loading},
+      {"BUSY", Errc::redis_busy},
+      {"NOSCRIPT", Errc::redis_noscript},
+      {"MASTERDOWN", Errc::redis_masterdown},
+      {"ERR invalid password", Errc::redis_auth_failed},
+      {"ERR AUTH <password> called without", Errc::redis_auth_failed},
+  };
+  for (const auto& p : table)
+    if (starts_with(text, p.prefix)) return make_error_code(p.code);
+  return make_error_code(Errc::redis_error);
+}
+
+Node::Node(uv_loop_t* loop, std::size_t index, NodeAddress address, const Config& config,
+           std::uint64_t seed)
+    : loop_(loop),
+      index_(index),
+      address_(std::move(address)),
+      label_(address_.to_string()),
+      config_(config),
+      rng_(seed) {
+  uv_timer_init(loop_, &request_timer_);
+  uv_timer_init(loop_, &connect_timer_);
+  uv_timer_init(loop_, &reconnect_timer_);
+  request_timer_.data = connect_timer_.data = reconnect_timer_.data = this;
+  if (!address_.password.empty()) {
+    auth_.args = {"AUTH"};
+    if (!address_.user.empty()) auth_.args.push_back(address_.user);
+    auth_.args.push_back(address_.password);
+  }
+  if (address_.db != 0) select_.args = {"SELECT", std::to_string(address_.db)};
+  last_error_ = make_error_code(Errc::not_connected);
+  last_error_detail_ = "not connected yet";
+}
+
+Node::~Node() {
+  // shutdown() ran and the loop has finished: hiredis is done with every connection.
+  conns_.clear();
+}
+
+void Node::start() {
+  if (state_ == State::idle) connect();
+}
+
+void Node::note_error(std::error_code ec, std::string detail) {
+  last_error_ = ec;
+  last_error_detail_ = std::move(detail);
+}
+
+void Node::sweep() {
+  // Only from libuv callbacks, never from inside hiredis: then a Conn that hiredis has
+  // cleaned up is no longer referenced by any call stack.
+  for (auto it = conns_.begin(); it != conns_.end();) {
+    if ((*it)->hiredis_done && it->get() != current_)
+      it = conns_.erase(it);
+    else
+      ++it;
+  }
+}
+
+void Node::connect() {
+  sweep();
+  redisAsyncContext* ac = redisAsyncConnect(address_.host.c_str(), address_.port);
+  if (ac == nullptr) {
+    connection_gone(make_error_code(Errc::connect_failed), "out of memory", false);
+    return;
+  }
+  if (ac->err != 0 || redisLibuvAttach(ac, loop_) != REDIS_OK) {
+    std::string detail = ac->err != 0 ? ac->errstr : "cannot attach to the event loop";
+    redisAsyncFree(ac);
+    connection_gone(make_error_code(Errc::connect_failed), std::move(detail), false);
+    return;
+  }
+  auto conn = std::make_unique<Conn>();
+  conn->node = this;
+  conn->ac = ac;
+  // Wrap the adapter's cleanup hook: hiredis calls it once, when it has run every pending
+  // callback of this context. After that, the Conn may be freed from the loop.
+  conn->adapter_cleanup = ac->ev.cleanup;
+  ac->ev.cleanup = &Node::on_cleanup;
+  ac->data = conn.get();
+  redisAsyncSetConnectCallback(ac, &Node::on_connect);
+  redisAsyncSetDisconnectCallback(ac, &Node::on_disconnect);
+  current_ = conn.get();
+  conns_.push_back(std::move(conn));
+  state_ = State::connecting;
+  // The handshake is pipelined ahead of any user command; hiredis writes it once connected.
+  for (const Command* hs : {&auth_, &select_}) {
+    if (hs->args.empty()) continue;
+    Pending p{hs,
+              nullptr,
+              uv_now(loop_) + static_cast<std::uint64_t>(config_.connect_timeout.count()),
+              uv_hrtime(),
+              Kind::handshake,
+              false,
+              false};
+    if (issue(*current_, p)) {
+      current_->pending.push_back(p);
+      arm_request_timer(p.deadline_ms);
+    }
+  }
+  uv_timer_start(&connect_timer_, &Node::on_connect_timer,
+                 static_cast<std::uint64_t>(config_.connect_timeout.count()), 0);
+}
+
+void Node::on_cleanup(void* adapter_data) {
+  auto* events = static_cast<redisLibuvEvents*>(adapter_data);
+  auto* conn = static_cast<Conn*>(events->context->data);
+  conn->adapter_cleanup(adapter_data);
+  conn->hiredis_done = true;
+}
+
+void Node::on_connect(const redisAsyncContext* ac, int status) {
+  auto* conn = static_cast<Conn*>(ac->data);
+  Node* self = conn->node;
+  if (status != REDIS_OK) {
+    // hiredis frees the context after this returns and fails its pending callbacks.
+    conn->close_reason = make_error_code(Errc::connect_failed);
+    conn->close_detail = ac->errstr;
+    if (conn == self->current_) {
+      self->current_ = nullptr;
+      self->connection_gone(conn->close_reason, conn->close_detail, false);
+    }
+    return;
+  }
+  conn->connected = true;
+  if (conn == self->current_) {
+    uv_timer_stop(&self->connect_timer_);
+    self->state_ = State::ready;
+    if (self->auth_.args.empty() && self->select_.args.empty()) {
+      self->failures_ = 0;
+      self->note_error({}, "");
+    }
+  }
+}
+
+void Node::on_disconnect(const redisAsyncContext* ac, int /*status*/) {
+  auto* conn = static_cast<Conn*>(ac->data);
+  Node* self = conn->node;
+  if (conn != self->current_) return;  // we closed it ourselves
+  self->current_ = nullptr;
+  std::string detail = ac->errstr != nullptr && ac->err != 0 ? ac->errstr : "connection closed";
+  self->connection_gone(make_error_code(Errc::connection_lost), std::move(detail), true);
+}
+
+void Node::connection_gone(std::error_code reason, std::string detail, bool was_ready) {
+  note_error(reason, std::move(detail));
+  uv_timer_stop(&connect_timer_);
+  if (state_ == State::shut_down) return;
+  state_ = State::backoff;
+  // A connection that worked is replaced at once; failed connects back off exponentially.
+  Milliseconds delay{0};
+  if (!was_ready) {
+    delay = reconnect_backoff(failures_, config_.reconnect_min, config_.reconnect_max, rng_());
+    ++failures_;
+  }
+  // Always through the loop: this may run inside a hiredis callback.
+  uv_timer_start(&reconnect_timer_, &Node::on_reconnect_timer,
+                 static_cast<std::uint64_t>(delay.count()), 0);
+}
+
+void Node::on_reconnect_timer(uv_timer_t* timer) {
+  auto* self = static_cast<Node*>(timer->data);
+  if (self->state_ == State::backoff) self->connect();
+}
+
+void Node::on_connect_timer(uv_timer_t* timer) {
+  auto* self = static_cast<Node*>(timer->data);
+  if (self->current_ == nullptr || self->current_->connected) return;
+  self->close_current(make_error_code(Errc::connect_timeout),
+                      "no connection within " + ms_text(self->config_.connect_timeout));
+}
+
+void Node::close_current(std::error_code reason, std::string detail) {
+  Conn* old = current_;
+  current_ = nullptr;
+  bool was_ready = old->connected;
+  old->close_reason = reason;
+  old->close_detail = detail;
+  if (was_ready) {
+    // Open the replacement first, so that requests sent while the old connection's pending
+    // callbacks fail (a release after a timed-out acquire) already go to the new one.
+    note_error(reason, detail);
+    state_ = State::backoff;
+    connect();
+  } else {
+    connection_gone(reason, detail, false);
+  }
+  // Runs every pending callback of `old` with a NULL reply, synchronously: we are in a libuv
+  // callback, not inside hiredis.
+  redisAsyncFree(old->ac);
+}
+
+std::error_code Node::send(const Command& command, ReplySink* sink) {
+  if (state_ == State::shut_down) return make_error_code(Errc::shutting_down);
+  // Down or between connections: fail at once, with the cause of the last failure.
+  if (current_ == nullptr) return last_error_ ? last_error_ : make_error_code(Errc::not_connected);
+  Pending p{&command,
+            sink,
+            uv_now(loop_) + static_cast<std::uint64_t>(config_.request_timeout.count()),
+            uv_hrtime(),
+            Kind::user,
+            false,
+            false};
+  if (!issue(*current_, p)) return make_error_code(Errc::connection_lost);
+  current_->pending.push_back(p);
+  arm_request_timer(p.deadline_ms);
+  return {};
+}
+
+bool Node::issue(Conn& conn, const Pending& p) {
+  Argv argv;
+  const Command& c = *p.command;
+  char numkeys[24];
+  if (c.script != nullptr) {
+    if (p.as_eval) {
+      argv.push("EVAL");
+      argv.push(c.script->body);
+    } else {
+      argv.push("EVALSHA");
+      argv.push(c.script->sha);
+    }
+    auto [end, ec] = std::to_chars(numkeys, numkeys + sizeof numkeys, c.keys.size());
+    (void)ec;
+    argv.push(numkeys, static_cast<std::size_t>(end - numkeys));
+    for (const auto& k : c.keys) argv.push(k);
+  }
+  for (const auto& a : c.args) argv.push(a);
+  return redisAsyncCommandArgv(conn.ac, &Node::on_reply, &conn, argv.argc(), argv.argv(),
+                               argv.lens()) == REDIS_OK;
+}
+
+void Node::arm_request_timer(std::uint64_t deadline_ms) {
+  // One timer per node, armed for the earliest deadline among pending requests.
+  bool active = uv_is_active(reinterpret_cast<uv_handle_t*>(&request_timer_)) != 0;
+  if (active && armed_deadline_ <= deadline_ms) return;
+  auto now = uv_now(loop_);
+  armed_deadline_ = deadline_ms;
+  uv_timer_start(&request_timer_, &Node::on_request_timer,
+                 deadline_ms > now ? deadline_ms - now : 0, 0);
+}
+
+void Node::on_request_timer(uv_timer_t* timer) {
+  static_cast<Node*>(timer->data)->check_timeouts();
+}
+
+void Node::check_timeouts() {
+  if (current_ == nullptr || current_->pending.empty()) return;
+  auto now = uv_now(loop_);
+  bool expired = false, handshake = false;
+  std::uint64_t earliest = UINT64_MAX;
+  for (auto& p : current_->pending) {
+    if (p.deadline_ms <= now) {
+      p.timed_out = true;
+      expired = true;
+      handshake = handshake || p.kind == Kind::handshake;
+    } else if (p.deadline_ms < earliest) {
+      earliest = p.deadline_ms;
+    }
+  }
+  if (!expired) {
+    arm_request_timer(earliest);
+    return;
+  }
+  // Replies come in order: once a request is late, every reply on this connection is suspect.
+  // Close it, so that a late reply can never be matched to a later request.
+  if (handshake || !current_->connected)
+    close_current(make_error_code(Errc::connect_timeout),
+                  "connection or handshake took longer than " + ms_text(config_.connect_timeout));
+  else
+    close_current(make_error_code(Errc::connection_lost),
+                  "connection closed after a request timed out");
+}
+
+void Node::on_reply(redisAsyncContext* /*ac*/, void* reply, void* privdata) {
+  auto* conn = static_cast<Conn*>(privdata);
+  conn->node->handle_reply(*conn, static_cast<const redisReply*>(reply));
+}
+
+void Node::handle_reply(Conn& conn, const redisReply* reply) {
+  assert(!conn.pending.empty());
+  Pending p = conn.pending.front();
+  conn.pending.pop_front();
+
+  if (p.kind == Kind::handshake) {
+    if (reply == nullptr || &conn != current_) return;
+    if (reply->type == REDIS_REPLY_ERROR) {
+      std::string text(reply->str, reply->len);
+      auto ec = error_from_reply_text(text);
+      if (p.command == &auth_ && ec == make_error_code(Errc::redis_error))
+        ec = make_error_code(Errc::redis_auth_failed);
+      conn.close_reason = ec;
+      conn.close_detail = std::string(p.command->args.front()) + ": " + text;
+      current_ = nullptr;
+      connection_gone(ec, conn.close_detail, false);
+      redisAsyncFree(conn.ac);  // deferred by hiredis until this callback returns
+      return;
+    }
+    bool last = conn.pending.empty() || conn.pending.front().kind != Kind::handshake;
+    if (last) {
+      failures_ = 0;
+      note_error({}, "");
+    }
+    return;
+  }
+
+  NodeReply out;
+  out.latency = std::chrono::microseconds((uv_hrtime() - p.sent_ns) / 1000);
+  std::string detail;
+  if (reply == nullptr) {
+    if (p.timed_out) {
+      out.error = make_error_code(Errc::request_timeout);
+      detail = "no reply within " + ms_text(config_.request_timeout);
+    } else if (conn.close_reason) {
+      out.error = conn.close_reason;
+      detail = conn.close_detail;
+    } else {
+      out.error = make_error_code(Errc::connection_lost);
+      detail =
+          conn.ac->errstr != nullptr && conn.ac->err != 0 ? conn.ac->errstr : "connection lost";
+    }
+  } else if (reply->type == REDIS_REPLY_ERROR) {
+    std::string_view text(reply->str, reply->len);
+    out.error = error_from_reply_text(text);
+    if (out.error == Errc::redis_noscript && p.command->script != nullptr && !p.as_eval &&
+        &conn == current_) {
+      // The script cache was flushed (SCRIPT FLUSH, restart): send the body once. Replies keep
+      // their order, so a release queued behind this acquire still runs after it.
+      Pending again = p;
+      again.as_eval = true;
+      again.deadline_ms =
+          uv_now(loop_) + static_cast<std::uint64_t>(config_.request_timeout.count());
+      if (issue(conn, again)) {
+        conn.pending.push_back(again);
+        arm_request_timer(again.deadline_ms);
+        return;
+      }
+    }
+    detail.assign(text);
+  } else {
+    out.reply = reply;
+  }
+  out.detail = detail;
+  p.sink->on_node_reply(index_, out);
+}
+
+void Node::shutdown() {
+  if (state_ == State::shut_down) return;
+  state_ = State::shut_down;
+  uv_timer_stop(&request_timer_);
+  uv_timer_stop(&connect_timer_);
+  uv_timer_stop(&reconnect_timer_);
+  if (current_ != nullptr) {
+    Conn* old = current_;
+    current_ = nullptr;
+    old->close_reason = make_error_code(Errc::shutting_down);
+    old->close_detail = "client is shutting down";
+    redisAsyncFree(old->ac);
+  }
+  uv_close(reinterpret_cast<uv_handle_t*>(&request_timer_), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&connect_timer_), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&reconnect_timer_), nullptr);
+}
+
+}  // namespace redlock::detail

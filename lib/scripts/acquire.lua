@@ -1,0 +1,12 @@
+-- KEYS: resource keys; ARGV[1]: token; ARGV[2]: ttl in ms. All keys or none.
+-- Returns {1} when granted, {0, pttl} when another token holds one of the keys.
+for _, key in ipairs(KEYS) do
+  local holder = redis.call('GET', key)
+  if holder and holder ~= ARGV[1] then
+    return {0, redis.call('PTTL', key)}
+  end
+end
+for _, key in ipairs(KEYS) do
+  redis.call('SET', key, ARGV[1], 'PX', ARGV[2])
+end
+return {1}

@@ -1,0 +1,145 @@
+#include "redlock/config.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "redlock/errors.hpp"
+
+namespace redlock {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::vector<NodeAddress> parse_ok(std::string_view list) {
+  std::vector<NodeAddress> nodes;
+  std::string message;
+  auto ec = parse_node_list(list, nodes, message);
+  EXPECT_FALSE(ec) << list << ": " << message;
+  return nodes;
+}
+
+// Refused with invalid_config and a message that contains `names`.
+void expect_refused(std::string_view list, std::string_view names) {
+  std::vector<NodeAddress> nodes;
+  std::string message;
+  auto ec = parse_node_list(list, nodes, message);
+  EXPECT_EQ(ec, Errc::invalid_config) << list;
+  EXPECT_NE(message.find(names), std::string::npos)
+      << "message for '" << list << "' was: " << message;
+}
+
+TEST(NodeList, ParsesHostsPortsDatabasesAndCredentials) {
+  auto nodes = parse_ok(
+      "redis://127.0.0.1:7001, redis://user:p%40ss@db.example:6380/2,redis://:secret@[::1]:7003");
+  ASSERT_EQ(nodes.size(), 3u);
+  EXPECT_EQ(nodes[0].host, "127.0.0.1");
+  EXPECT_EQ(nodes[0].port, 7001);
+  EXPECT_EQ(nodes[0].db, 0);
+  EXPECT_TRUE(nodes[0].password.empty());
+  EXPECT_EQ(nodes[1].host, "db.example");
+  EXPECT_EQ(nodes[1].user, "user");
+  EXPECT_EQ(nodes[1].password, "p@ss");
+  EXPECT_EQ(nodes[1].db, 2);
+  EXPECT_EQ(nodes[2].host, "::1");
+  EXPECT_EQ(nodes[2].user, "");
+  EXPECT_EQ(nodes[2].password, "secret");
+  EXPECT_EQ(nodes[2].port, 7003);
+}
+
+TEST(NodeList, AddressTextNeverShowsCredentials) {
+  auto nodes = parse_ok("redis://u:hunter2@h:1/3,redis://[::1]:2");
+  EXPECT_EQ(nodes[0].to_string(), "h:1/3");
+  EXPECT_EQ(nodes[1].to_string(), "[::1]:2");
+}
+
+TEST(NodeList, RefusesWhatCannotWorkAndNamesTheBadPart) {
+  expect_refused("", "empty");
+  expect_refused("   ", "empty");
+  expect_refused("redis://a:1,,redis://b:2", "empty entry at position 2");
+  expect_refused("redis://a:1,", "empty entry");
+  expect_refused("rediss://a:6380", "TLS");
+  expect_refused("http://a:1", "unknown scheme 'http'");
+  expect_refused("a:1", "'a:1'");
+  expect_refused("redis://a", "missing port");
+  expect_refused("redis://a:", "missing port");
+  expect_refused("redis://:1", "missing host");
+  expect_refused("redis://a:0", "out of range");
+  expect_refused("redis://a:65536", "out of range");
+  expect_refused("redis://a:x1", "'x1' is not a number");
+  expect_refused("redis://a:1,redis://A:1", "listed twice");
+  expect_refused("redis://a:1/x", "database 'x'");
+  expect_refused("redis://a:1/-1", "database '-1'");
+  expect_refused("redis://user@a:1", "credentials");
+  expect_refused("redis://u:%zz@a:1", "%-escape");
+  expect_refused("redis://[::1:1", "unterminated");
+  expect_refused("redis://::1:1", "brackets");
+}
+
+Config valid_config() {
+  Config c = Config::from_node_list("redis://127.0.0.1:7001");
+  std::string message;
+  EXPECT_FALSE(validate(c, message)) << message;
+  return c;
+}
+
+void expect_invalid(const Config& c, std::string_view names) {
+  std::string message;
+  EXPECT_EQ(validate(c, message), Errc::invalid_config);
+  EXPECT_NE(message.find(names), std::string::npos) << message;
+}
+
+TEST(Config, DefaultsAreValid) {
+  auto c = valid_config();
+  EXPECT_EQ(c.drift_factor, 0.01);
+  EXPECT_EQ(c.key_prefix, "redlock:");
+}
+
+TEST(Config, RefusesOptionsThatCannotWork) {
+  auto c = valid_config();
+  c.ttl = 2ms;  // drift allowance alone is 2 ms
+  expect_invalid(c, "not above its clock drift");
+  c = valid_config();
+  c.ttl = 0ms;
+  expect_invalid(c, "must be positive");
+  c = valid_config();
+  c.request_timeout = c.ttl;
+  expect_invalid(c, "must be below the ttl");
+  c = valid_config();
+  c.drift_factor = 1.0;
+  expect_invalid(c, "drift factor");
+  c = valid_config();
+  c.drift_factor = -0.1;
+  expect_invalid(c, "drift factor");
+  c = valid_config();
+  c.retry_count = -1;
+  expect_invalid(c, "retry count");
+  c = valid_config();
+  c.connect_timeout = 0ms;
+  expect_invalid(c, "connect timeout");
+  c = valid_config();
+  c.nodes.clear();
+  expect_invalid(c, "empty");
+}
+
+TEST(Config, FromNodeListThrowsATypedError) {
+  try {
+    (void)Config::from_node_list("redis://a:99999");
+    FAIL() << "expected redlock::Error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::invalid_config);
+    EXPECT_NE(std::string(e.what()).find("out of range"), std::string::npos);
+  }
+}
+
+TEST(Config, FromEnvReadsREDLOCK_NODES) {
+  ::setenv("REDLOCK_NODES", "redis://h1:1,redis://h2:2", 1);
+  auto c = Config::from_env();
+  ASSERT_EQ(c.nodes.size(), 2u);
+  EXPECT_EQ(c.nodes[1].host, "h2");
+  ::unsetenv("REDLOCK_NODES");
+  EXPECT_THROW((void)Config::from_env(), Error);
+}
+
+}  // namespace
+}  // namespace redlock

@@ -1,0 +1,156 @@
+#include "core/quorum.hpp"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace redlock::detail {
+namespace {
+
+using namespace std::chrono_literals;
+
+enum class V { yes, no, failed };
+
+// Decodes mask `m` (base 3) into N votes.
+std::vector<V> votes_of(int m, int n) {
+  std::vector<V> v;
+  for (int i = 0; i < n; ++i, m /= 3) v.push_back(static_cast<V>(m % 3));
+  return v;
+}
+
+// Oracle, written independently of Tally: the outcome is decided once no way of voting
+// for the nodes still silent could change it. A majority is "more than half".
+Verdict oracle(std::size_t n, std::size_t yes, std::size_t answered) {
+  std::size_t silent = n - answered;
+  bool can_win = 2 * (yes + silent) > n;
+  bool can_lose = !(2 * yes > n);
+  if (can_win && can_lose) return Verdict::pending;
+  return can_win ? Verdict::won : Verdict::lost;
+}
+
+TEST(Quorum, SizeIsAMajority) {
+  for (std::size_t n = 1; n <= 9; ++n) {
+    EXPECT_GT(2 * quorum_size(n), n) << n;
+    EXPECT_LE(2 * (quorum_size(n) - 1), n) << n;
+  }
+}
+
+// Every mask of yes/no/failed for N = 1..7, in every prefix: the verdict is known exactly when
+// the oracle says it is, is the right one, and never changes once known.
+TEST(Quorum, EveryMaskEveryPrefix) {
+  for (int n = 1; n <= 7; ++n) {
+    int masks = 1;
+    for (int i = 0; i < n; ++i) masks *= 3;
+    for (int m = 0; m < masks; ++m) {
+      auto votes = votes_of(m, n);
+      Tally t;
+      t.nodes = static_cast<std::size_t>(n);
+      Verdict first = Verdict::pending;
+      for (std::size_t k = 0; k < votes.size(); ++k) {
+        switch (votes[k]) {
+          case V::yes:
+            ++t.yes;
+            break;
+          case V::no:
+            ++t.no;
+            break;
+          case V::failed:
+            ++t.failed;
+            break;
+        }
+        Verdict got = t.verdict();
+        ASSERT_EQ(got, oracle(t.nodes, t.yes, k + 1)) << "n=" << n << " mask=" << m << " k=" << k;
+        if (first == Verdict::pending) first = got;
+        ASSERT_TRUE(got == first || first == Verdict::pending) << "verdict flipped";
+      }
+      std::size_t yes = 0;
+      for (auto v : votes) yes += v == V::yes;
+      EXPECT_EQ(t.verdict(), 2 * yes > static_cast<std::size_t>(n) ? Verdict::won : Verdict::lost);
+    }
+  }
+}
+
+TEST(Quorum, LossReasonSeparatesContentionFromUnreachableNodes) {
+  // 5 nodes, quorum 3: 3 failures leave only 2 reachable -> no quorum possible.
+  EXPECT_EQ((Tally{5, 0, 0, 3}.loss_reason(Errc::not_acquired)), Errc::no_quorum);
+  EXPECT_EQ((Tally{5, 2, 0, 3}.loss_reason(Errc::not_acquired)), Errc::no_quorum);
+  // 2 failures and 1 foreign holder: a quorum was reachable, the lock was taken.
+  EXPECT_EQ((Tally{5, 2, 1, 2}.loss_reason(Errc::not_acquired)), Errc::not_acquired);
+  EXPECT_EQ((Tally{5, 0, 3, 0}.loss_reason(Errc::not_held)), Errc::not_held);
+  EXPECT_EQ((Tally{1, 0, 0, 1}.loss_reason(Errc::not_acquired)), Errc::no_quorum);
+}
+
+TEST(Validity, DeadlineSubtractsDriftAndTwoMilliseconds) {
+  Clock::time_point t0{};
+  // 10 s * 0.01 = 100 ms, + 2 ms.
+  EXPECT_EQ(validity_deadline(t0, 10'000ms, 0.01), t0 + 9'898ms);
+  EXPECT_EQ(validity_deadline(t0, 10'000ms, 0.0), t0 + 9'998ms);
+  // Fractions of a millisecond are rounded up (a longer allowance is the safe side).
+  EXPECT_EQ(drift_allowance(1'001ms, 0.001), 1'001us + 2ms);
+  EXPECT_EQ(drift_allowance(3ms, 0.5), 1'500us + 2ms);
+}
+
+TEST(Validity, QuorumAtOrAfterTheDeadlineIsAFailure) {
+  Clock::time_point t0{};
+  auto deadline = validity_deadline(t0, 1'000ms, 0.01);  // t0 + 988 ms
+  EXPECT_TRUE(still_valid(deadline - 1ns, deadline));
+  EXPECT_FALSE(still_valid(deadline, deadline));
+  EXPECT_FALSE(still_valid(deadline + 1ms, deadline));
+  // The smallest ttl that the drift allows leaves a sliver of validity.
+  auto tiny = validity_deadline(t0, 3ms, 0.0);
+  EXPECT_EQ(tiny, t0 + 1ms);
+  EXPECT_TRUE(still_valid(t0, tiny));
+}
+
+TEST(Validity, ExtendNeverShortensAndFailureKeepsThePreviousDeadline) {
+  Clock::time_point prev = Clock::time_point{} + 5s;
+  EXPECT_EQ(extended_deadline(prev, std::nullopt), prev);
+  EXPECT_EQ(extended_deadline(prev, prev + 1s), prev + 1s);
+  EXPECT_EQ(extended_deadline(prev, prev - 1s), prev);
+}
+
+TEST(Retry, DelayStaysWithinBasePlusJitter) {
+  for (std::uint64_t r : {0ull, 1ull, 99ull, 100ull, 101ull, ~0ull}) {
+    auto d = retry_delay(200ms, 100ms, r);
+    EXPECT_GE(d, 200ms);
+    EXPECT_LE(d, 300ms);
+  }
+  EXPECT_EQ(retry_delay(200ms, 100ms, 0), 200ms);
+  EXPECT_EQ(retry_delay(200ms, 100ms, 100), 300ms);
+  EXPECT_EQ(retry_delay(50ms, 0ms, 12345), 50ms);
+}
+
+TEST(Retry, CountBudget) {
+  Clock::time_point now{};
+  EXPECT_TRUE(next_attempt(now, std::nullopt, 1, 4, 10ms));
+  EXPECT_TRUE(next_attempt(now, std::nullopt, 3, 4, 10ms));
+  EXPECT_FALSE(next_attempt(now, std::nullopt, 4, 4, 10ms));
+  EXPECT_EQ(*next_attempt(now, std::nullopt, 1, 4, 10ms), now + 10ms);
+}
+
+TEST(Retry, DeadlineBudget) {
+  Clock::time_point now{};
+  auto deadline = now + 100ms;
+  EXPECT_EQ(*next_attempt(now, deadline, 7, 0, 30ms), now + 30ms);
+  // A delay running past the deadline is cut short: one last attempt just before it.
+  auto last = next_attempt(now + 90ms, deadline, 8, 0, 30ms);
+  ASSERT_TRUE(last);
+  EXPECT_LT(*last, deadline);
+  EXPECT_GE(*last, now + 90ms);
+  EXPECT_FALSE(next_attempt(deadline, deadline, 9, 0, 30ms));
+  EXPECT_FALSE(next_attempt(deadline + 1ms, deadline, 9, 0, 0ms));
+}
+
+TEST(Backoff, GrowsAndIsCapped) {
+  for (std::uint64_t r : {0ull, 7ull, ~0ull}) {
+    EXPECT_GE(reconnect_backoff(0, 50ms, 2'000ms, r), 25ms);
+    EXPECT_LE(reconnect_backoff(0, 50ms, 2'000ms, r), 50ms);
+    EXPECT_GE(reconnect_backoff(3, 50ms, 2'000ms, r), 200ms);
+    EXPECT_LE(reconnect_backoff(3, 50ms, 2'000ms, r), 400ms);
+    EXPECT_GE(reconnect_backoff(60, 50ms, 2'000ms, r), 1'000ms);
+    EXPECT_LE(reconnect_backoff(60, 50ms, 2'000ms, r), 2'000ms);
+  }
+}
+
+}  // namespace
+}  // namespace redlock::detail
