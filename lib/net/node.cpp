@@ -52,6 +52,49 @@ class Argv {
 
 std::string ms_text(Milliseconds d) { return std::to_string(d.count()) + "ms"; }
 
+// Debian's hiredis 0.14 libuv adapter returns early when uv_poll reports an error. libuv reports
+// a socket error (connection refused, reset) exactly that way, and stops the handle, so hiredis
+// would never learn of it and every request would end only at our timeout. We keep the adapter's
+// attach and cleanup, and install read/write hooks whose poll callback hands errors to hiredis:
+// reading or writing the socket then surfaces the error as a failed connect or a disconnect.
+void on_poll(uv_poll_t* handle, int status, int events) {
+  auto* p = static_cast<redisLibuvEvents*>(handle->data);
+  if (status < 0) events = UV_READABLE | UV_WRITABLE;
+  if (p->context != nullptr && (events & UV_READABLE)) redisAsyncHandleRead(p->context);
+  if (p->context != nullptr && (events & UV_WRITABLE)) redisAsyncHandleWrite(p->context);
+}
+
+void update_poll(redisLibuvEvents* p) {
+  if (p->events != 0)
+    uv_poll_start(&p->handle, p->events, &on_poll);
+  else
+    uv_poll_stop(&p->handle);
+}
+
+void add_read(void* data) {
+  auto* p = static_cast<redisLibuvEvents*>(data);
+  p->events |= UV_READABLE;
+  update_poll(p);
+}
+
+void del_read(void* data) {
+  auto* p = static_cast<redisLibuvEvents*>(data);
+  p->events &= ~UV_READABLE;
+  update_poll(p);
+}
+
+void add_write(void* data) {
+  auto* p = static_cast<redisLibuvEvents*>(data);
+  p->events |= UV_WRITABLE;
+  update_poll(p);
+}
+
+void del_write(void* data) {
+  auto* p = static_cast<redisLibuvEvents*>(data);
+  p->events &= ~UV_WRITABLE;
+  update_poll(p);
+}
+
 }  // namespace
 
 std::error_code error_from_reply_text(std::string_view text) noexcept {
@@ -145,6 +188,10 @@ void Node::connect() {
   // callback of this context. After that, the Conn may be freed from the loop.
   conn->adapter_cleanup = ac->ev.cleanup;
   ac->ev.cleanup = &Node::on_cleanup;
+  ac->ev.addRead = &add_read;
+  ac->ev.delRead = &del_read;
+  ac->ev.addWrite = &add_write;
+  ac->ev.delWrite = &del_write;
   ac->data = conn.get();
   redisAsyncSetConnectCallback(ac, &Node::on_connect);
   redisAsyncSetDisconnectCallback(ac, &Node::on_disconnect);

@@ -1,0 +1,191 @@
+// Bad input and hostile nodes: every case is a typed error naming the node, never a grant,
+// a crash or a hang.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "net/scripts.hpp"
+#include "redis_server.hpp"
+#include "redlock/redlock.hpp"
+
+namespace redlock {
+namespace {
+
+using namespace std::chrono_literals;
+using test::RedisCluster;
+
+Config config_for(const std::string& list) {
+  Config c = Config::from_node_list(list);
+  c.request_timeout = 500ms;
+  c.retry_delay = 10ms;
+  c.retry_jitter = 10ms;
+  return c;
+}
+
+// Every failed vote carries `code`, and the message names the node.
+void expect_failed_votes(const AcquireResult& r, Errc code, std::size_t at_least) {
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < r.votes.nodes.size(); ++i) {
+    const auto& v = r.votes.nodes[i];
+    if (v.vote != Vote::failed) continue;
+    EXPECT_EQ(v.error, code) << r.votes.address(i) << ": " << v.detail;
+    EXPECT_NE(r.message().find(r.votes.address(i)), std::string::npos) << r.message();
+    ++n;
+  }
+  EXPECT_GE(n, at_least) << r.message();
+}
+
+TEST(RedisErrors, WrongTypeKeyIsAnErrorNeverAGrant) {
+  RedisCluster cluster(5);
+  for (std::size_t i = 0; i < 5; ++i) cluster[i].command({"HSET", "redlock:h", "f", "v"});
+  Client client(config_for(cluster.node_list()));
+  auto r = client.try_acquire("h", 5000ms);
+  EXPECT_FALSE(r);
+  EXPECT_EQ(r.error, Errc::no_quorum) << r.message();
+  expect_failed_votes(r, Errc::redis_wrongtype, 3);  // lost at the 3rd failure
+  EXPECT_NE(r.message().find("WRONGTYPE"), std::string::npos) << "the server's text is kept";
+
+  // On one node only: granted by the other four, the odd node reported.
+  cluster[0].command({"LPUSH", "redlock:h2", "x"});
+  auto g = client.try_acquire("h2", 5000ms);
+  ASSERT_TRUE(g) << g.message();
+  EXPECT_NE(g.votes.nodes[0].vote, Vote::yes);
+  if (g.votes.nodes[0].vote == Vote::failed) {
+    EXPECT_EQ(g.votes.nodes[0].error, Errc::redis_wrongtype);
+  }
+  EXPECT_EQ(cluster[0].command({"TYPE", "redlock:h2"}), "list") << "the foreign key is untouched";
+  auto rel = client.release(g.lock);
+  EXPECT_TRUE(rel) << rel.message();
+}
+
+TEST(RedisErrors, OutOfMemoryOnAMajorityIsTyped) {
+  RedisCluster cluster(3);
+  for (std::size_t i : {0u, 1u}) {
+    cluster[i].command({"CONFIG", "SET", "maxmemory-policy", "noeviction"});
+    cluster[i].command({"CONFIG", "SET", "maxmemory", "1"});
+  }
+  Client client(config_for(cluster.node_list()));
+  auto r = client.try_acquire("m", 5000ms);
+  EXPECT_EQ(r.error, Errc::no_quorum) << r.message();
+  expect_failed_votes(r, Errc::redis_oom, 2);
+  EXPECT_TRUE(test::eventually([&] { return cluster.count_existing("redlock:m") == 0u; }));
+}
+
+TEST(RedisErrors, NoPermissionIsTyped) {
+  RedisCluster cluster(3);
+  for (std::size_t i = 0; i < 3; ++i)
+    ASSERT_EQ(cluster[i].command({"ACL", "SETUSER", "default", "-evalsha", "-eval"}), "OK");
+  Client client(config_for(cluster.node_list()));
+  auto r = client.try_acquire("p", 5000ms);
+  EXPECT_EQ(r.error, Errc::no_quorum) << r.message();
+  expect_failed_votes(r, Errc::redis_noperm, 2);
+}
+
+TEST(RedisErrors, ReadOnlyReplicaIsTyped) {
+  RedisCluster cluster(3);
+  RedisCluster primary(1);
+  for (std::size_t i : {0u, 1u})
+    cluster[i].command({"REPLICAOF", "127.0.0.1", std::to_string(primary[0].port())});
+  Client client(config_for(cluster.node_list()));
+  auto r = client.try_acquire("ro", 5000ms);
+  EXPECT_EQ(r.error, Errc::no_quorum) << r.message();
+  expect_failed_votes(r, Errc::redis_readonly, 2);
+}
+
+TEST(Auth, RightPasswordWorksWrongPasswordFailsClearly) {
+  RedisCluster cluster(3, {"--requirepass", "s3cret"}, "s3cret");
+  {
+    Client client(config_for(cluster.node_list(":s3cret")));
+    auto r = client.try_acquire("a", 5000ms);
+    ASSERT_TRUE(r) << r.message();
+    EXPECT_EQ(r.votes.failed(), 0u);
+    EXPECT_TRUE(client.release(r.lock));
+  }
+  {
+    Client client(config_for(cluster.node_list(":wrong")));
+    auto r = client.try_acquire("a", 5000ms);
+    EXPECT_EQ(r.error, Errc::no_quorum) << r.message();
+    expect_failed_votes(r, Errc::redis_auth_failed, 2);
+  }
+  {
+    Client client(config_for(cluster.node_list()));  // no password at all
+    auto r = client.try_acquire("a", 5000ms);
+    EXPECT_EQ(r.error, Errc::no_quorum) << r.message();
+    expect_failed_votes(r, Errc::redis_noauth, 2);
+  }
+}
+
+TEST(Auth, AclUserAndDatabaseFromTheUrl) {
+  RedisCluster cluster(3);
+  for (std::size_t i = 0; i < 3; ++i)
+    ASSERT_EQ(cluster[i].command({"ACL", "SETUSER", "locker", "on", ">pw", "~*", "&*", "+@all"}),
+              "OK");
+  std::string list;
+  for (std::size_t i = 0; i < 3; ++i)
+    list += (i ? "," : "") + std::string("redis://locker:pw@") + cluster[i].address() + "/3";
+  Client client(config_for(list));
+  auto r = client.try_acquire("acl", 5000ms);
+  ASSERT_TRUE(r) << r.message();
+  EXPECT_EQ(cluster[0].command({"SELECT", "3"}), "OK");
+  EXPECT_EQ(cluster[0].command({"GET", "redlock:acl"}), "(nil)") << "not in db 0";
+}
+
+TEST(BadInput, ZeroTtlEmptyKeyEmptyTokenAreInvalidArguments) {
+  RedisCluster cluster(1);
+  Client client(config_for(cluster.node_list()));
+  auto zero = client.try_acquire("k", 0ms);
+  EXPECT_EQ(zero.error, Errc::invalid_argument);
+  EXPECT_NE(zero.message().find("ttl"), std::string::npos);
+  auto negative = client.try_acquire("k", -5ms);
+  EXPECT_EQ(negative.error, Errc::invalid_argument);
+  auto empty = client.try_acquire("", 1000ms);
+  EXPECT_EQ(empty.error, Errc::invalid_argument);
+  EXPECT_NE(empty.message().find("empty"), std::string::npos);
+  auto dup = client.acquire(AcquireRequest{{"x", "x"}, 1000ms, 0ms});
+  EXPECT_EQ(dup.error, Errc::invalid_argument);
+  Lock no_token("k", "");
+  EXPECT_EQ(client.release(no_token).error, Errc::invalid_argument);
+  EXPECT_EQ(client.extend(no_token, 1000ms).error, Errc::invalid_argument);
+  EXPECT_EQ(cluster.count_existing("redlock:k"), 0u);
+}
+
+TEST(BadInput, InvalidConfigurationThrowsATypedError) {
+  Config c = Config::from_node_list("redis://127.0.0.1:1");
+  c.request_timeout = c.ttl;
+  try {
+    Client client(c);
+    FAIL() << "expected redlock::Error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::invalid_config);
+    EXPECT_NE(std::string(e.what()).find("request timeout"), std::string::npos);
+  }
+}
+
+TEST(Unreachable, ClosedPortsFailFastWithTheCause) {
+  // Ports nobody listens on: take a free one from a server we then stop.
+  std::string list;
+  {
+    RedisCluster gone(3);
+    list = gone.node_list();
+  }
+  Client client(config_for(list));
+  auto start = Clock::now();
+  auto r = client.acquire("x", 1000ms, 300ms);
+  EXPECT_EQ(r.error, Errc::no_quorum) << r.message();
+  EXPECT_LT(Clock::now() - start, 2s);
+  for (const auto& v : r.votes.nodes) {
+    EXPECT_EQ(v.vote, Vote::failed);
+    EXPECT_TRUE(v.error == Errc::connect_failed || v.error == Errc::not_connected ||
+                v.error == Errc::connection_lost)
+        << v.error.message() << " " << v.detail;
+  }
+}
+
+TEST(Scripts, EmbeddedDigestsMatchWhatRedisComputes) {
+  RedisCluster cluster(1);
+  for (const auto* s : {&detail::script_acquire, &detail::script_extend, &detail::script_release})
+    EXPECT_EQ(cluster[0].command({"SCRIPT", "LOAD", s->body}), s->sha) << s->name;
+}
+
+}  // namespace
+}  // namespace redlock

@@ -1,0 +1,98 @@
+// Test support: real redis-server processes on free loopback ports, and a subprocess runner.
+//
+// Every server runs in its own temporary directory without persistence, is known by its pid,
+// and is stopped by that pid only (also if the test process dies: PR_SET_PDEATHSIG).
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace redlock::test {
+
+class RedisServer {
+ public:
+  // Extra arguments go to redis-server's command line, e.g. {"--requirepass", "pw"}.
+  explicit RedisServer(std::vector<std::string> extra_args = {}, std::string password = {});
+  ~RedisServer();
+  RedisServer(const RedisServer&) = delete;
+  RedisServer& operator=(const RedisServer&) = delete;
+
+  std::uint16_t port() const { return port_; }
+  pid_t pid() const { return pid_; }
+  bool running() const { return pid_ > 0; }
+  std::string address() const;  // "127.0.0.1:port"
+  std::string url() const;      // "redis://127.0.0.1:port" (no credentials)
+
+  void kill9();    // SIGKILL and reap: the data is gone
+  void stop();     // SIGTERM, then SIGKILL after 5 s; reaped
+  void pause();    // SIGSTOP
+  void resume();   // SIGCONT
+  void restart();  // a new process on the same port, empty
+
+  // Runs one command on a fresh blocking connection (2 s timeout) and returns the reply as text:
+  // strings and statuses as they are, integers in decimal, nil as "(nil)", errors as
+  // "(error) <text>", arrays as their elements joined by '\n'.
+  std::string command(const std::vector<std::string>& argv) const;
+
+ private:
+  void start();
+  void wait_ready();
+
+  std::vector<std::string> extra_args_;
+  std::string password_;
+  std::string dir_;
+  std::uint16_t port_ = 0;
+  pid_t pid_ = -1;
+  bool paused_ = false;
+};
+
+// N independent masters.
+class RedisCluster {
+ public:
+  explicit RedisCluster(std::size_t n, std::vector<std::string> extra_args = {},
+                        std::string password = {});
+  std::size_t size() const { return servers_.size(); }
+  RedisServer& operator[](std::size_t i) { return *servers_[i]; }
+  // "redis://127.0.0.1:p1,redis://127.0.0.1:p2,..."; `credentials` ("user:pw" or ":pw") is
+  // inserted in every URL when given.
+  std::string node_list(const std::string& credentials = {}) const;
+  // How many servers hold `key` with value `value` (stopped servers are skipped).
+  std::size_t count_holding(const std::string& key, const std::string& value) const;
+  // How many running servers have `key` at all.
+  std::size_t count_existing(const std::string& key) const;
+
+ private:
+  std::vector<std::unique_ptr<RedisServer>> servers_;
+};
+
+// Polls `pred` every 5 ms until it holds or `limit` passes; returns its last value. For state
+// that every node reaches shortly after a verdict that needed only a quorum of them.
+template <typename Pred>
+bool eventually(Pred pred, std::chrono::milliseconds limit = std::chrono::seconds(2)) {
+  auto end = std::chrono::steady_clock::now() + limit;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() >= end) return pred();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+struct ProcessResult {
+  int exit_code = -1;  // -1 when killed by a signal or timed out
+  bool timed_out = false;
+  std::string out;
+  std::string err;
+};
+
+// Runs argv[0] with `env_extra` added to the environment; kills it after `limit`.
+ProcessResult run_process(const std::vector<std::string>& argv,
+                          const std::vector<std::string>& env_extra = {},
+                          std::chrono::milliseconds limit = std::chrono::seconds(20));
+
+}  // namespace redlock::test
