@@ -74,7 +74,10 @@ FanOut::FanOut(Coordinator& coordinator, Command command, Classify classify, Dec
   votes_.addresses = coordinator_.addresses();
   votes_.quorum = tally_.quorum();
   if (wait_all_) texts_.resize(n);
+  ++coordinator_.live_fanouts_;
 }
+
+FanOut::~FanOut() { coordinator_.fanout_ended(); }
 
 void FanOut::start(Coordinator& coordinator, Command command, Classify classify, Decided decided,
                    bool wait_all) {
@@ -202,7 +205,7 @@ class Coordinator::AcquireJob {
     r.attempts = attempts_;
     if (f.verdict() == Verdict::won) {
       auto valid_until = validity_deadline(f.started(), ttl_, co_.config().drift_factor);
-      if (still_valid(now, valid_until)) {
+      if (still_valid(now, valid_until) && !co_.shutting_down()) {
         r.lock.resources = resources_;
         r.lock.token = token_;
         r.lock.valid_until = valid_until;
@@ -266,6 +269,8 @@ Coordinator::Coordinator(uv_loop_t* loop, const Config& config)
     addresses->push_back(nodes_.back()->address());
   }
   addresses_ = std::move(addresses);
+  uv_timer_init(loop_, &drain_timer_);
+  drain_timer_.data = this;
 }
 
 Coordinator::~Coordinator() = default;
@@ -276,10 +281,31 @@ void Coordinator::start() {
 
 void Coordinator::shutdown() {
   shutting_down_ = true;
-  // Failing every pending request resolves every fan-out, and with it every attempt in flight.
-  for (auto& n : nodes_) n->shutdown();
+  // Jobs waiting for their next attempt end now; attempts in flight end with their fan-out.
   auto waiting = jobs_;
   for (auto* job : waiting) job->cancel();
+  // Drain: fan-outs in flight (releases after a verdict that needed only a quorum, clean-up of
+  // a failed attempt) still reach every server. Nodes close when the last one ends, or when the
+  // timer says the wait has lasted one request timeout.
+  if (live_fanouts_ == 0) {
+    close_nodes();
+    return;
+  }
+  uv_timer_start(
+      &drain_timer_, [](uv_timer_t* t) { static_cast<Coordinator*>(t->data)->close_nodes(); },
+      static_cast<std::uint64_t>(config_.request_timeout.count()), 0);
+}
+
+void Coordinator::fanout_ended() {
+  if (--live_fanouts_ == 0 && shutting_down_) close_nodes();
+}
+
+void Coordinator::close_nodes() {
+  if (nodes_closed_) return;
+  nodes_closed_ = true;
+  uv_close(reinterpret_cast<uv_handle_t*>(&drain_timer_), nullptr);
+  // Fails whatever is still pending with Errc::shutting_down.
+  for (auto& n : nodes_) n->shutdown();
 }
 
 std::vector<std::string> Coordinator::keys_of(const std::vector<std::string>& resources) const {

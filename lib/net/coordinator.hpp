@@ -42,6 +42,7 @@ class FanOut final : public ReplySink {
  private:
   FanOut(Coordinator& coordinator, Command command, Classify classify, Decided decided,
          bool wait_all);
+  ~FanOut();
   void on_node_reply(std::size_t node, const NodeReply& reply) override;
   void record(std::size_t node, Vote vote, std::error_code error, std::string_view detail,
               std::chrono::microseconds latency);
@@ -69,7 +70,8 @@ class Coordinator {
   ~Coordinator();
 
   void start();
-  // Fails what is pending with Errc::shutting_down and closes every handle.
+  // Stops accepting work, lets what is in flight finish (clean-up releases included) for up to
+  // one request timeout, then fails the rest with Errc::shutting_down and closes every handle.
   void shutdown();
   bool shutting_down() const noexcept { return shutting_down_; }
 
@@ -101,6 +103,12 @@ class Coordinator {
   std::shared_ptr<const std::vector<std::string>> addresses_;
   std::unordered_set<AcquireJob*> jobs_;
   bool shutting_down_ = false;
+  friend class FanOut;
+  void fanout_ended();
+  void close_nodes();
+  std::size_t live_fanouts_ = 0;
+  bool nodes_closed_ = false;
+  uv_timer_t drain_timer_{};
 };
 
 // Runs a user callback on the loop thread; an escaping exception is reported, not propagated.

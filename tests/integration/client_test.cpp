@@ -155,6 +155,17 @@ TEST_F(FiveNodes, MajorityHeldByAForeignTokenRefusesAndCleansUp) {
   EXPECT_EQ(cluster.count_holding("redlock:res", "foreign"), 3u);
 }
 
+TEST_F(FiveNodes, CleanUpOfAFailedAttemptSurvivesTheClientsDestruction) {
+  for (std::size_t i : {0u, 1u, 2u})
+    cluster[i].command({"SET", "redlock:res", "foreign", "PX", "60000"});
+  {
+    Client client(config_for(cluster));
+    auto r = client.try_acquire("res", 60000ms);
+    EXPECT_EQ(r.error, Errc::not_acquired);
+  }  // destroyed at once: the releases queued by the failed attempt must still go out
+  EXPECT_EQ(cluster.count_existing("redlock:res"), 3u) << "no partial grant left for 60 s";
+}
+
 TEST_F(FiveNodes, PausedMinorityDoesNotDelayTheGrant) {
   const auto request_timeout = 1500ms;
   Client client(config_for(cluster, request_timeout));
