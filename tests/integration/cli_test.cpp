@@ -1,0 +1,119 @@
+// The `redlock` tool's contract: stdout, stderr and exit codes.
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "redis_server.hpp"
+
+namespace redlock::test {
+namespace {
+
+ProcessResult cli(std::vector<std::string> args, std::vector<std::string> env = {}) {
+  args.insert(args.begin(), REDLOCK_CLI_PATH);
+  return run_process(args, env);
+}
+
+bool is_token_line(const std::string& out) {
+  return std::regex_match(out, std::regex("[0-9a-f]{32}\n"));
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  RedisCluster cluster{3};
+  std::string nodes = cluster.node_list();
+};
+
+TEST_F(Cli, AcquireExtendReleaseRoundTrip) {
+  auto a = cli({"--nodes", nodes, "--ttl", "5000", "acquire", "job"});
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_TRUE(is_token_line(a.out)) << "stdout is the token alone: '" << a.out << "'";
+  std::string token = a.out.substr(0, 32);
+  EXPECT_NE(a.err.find("votes"), std::string::npos) << a.err;
+  EXPECT_TRUE(eventually([&] { return cluster.count_holding("redlock:job", token) == 3; }));
+
+  auto again = cli({"--nodes", nodes, "acquire", "job", "--wait", "0"});
+  EXPECT_EQ(again.exit_code, 1) << again.err;
+  EXPECT_TRUE(again.out.empty());
+
+  auto ext = cli({"--nodes", nodes, "--ttl", "60000", "extend", "job", token});
+  EXPECT_EQ(ext.exit_code, 0) << ext.err;
+  EXPECT_GT(std::stoll(cluster[0].command({"PTTL", "redlock:job"})), 30000);
+  auto bad_ext = cli({"--nodes", nodes, "extend", "job", std::string(32, 'f')});
+  EXPECT_EQ(bad_ext.exit_code, 1) << bad_ext.err;
+
+  auto wrong = cli({"--nodes", nodes, "release", "job", std::string(32, '0')});
+  EXPECT_EQ(wrong.exit_code, 1) << wrong.err;
+  EXPECT_EQ(cluster.count_holding("redlock:job", token), 3u);
+  auto rel = cli({"--nodes", nodes, "release", "job", token});
+  EXPECT_EQ(rel.exit_code, 0) << rel.err;
+  EXPECT_EQ(cluster.count_existing("redlock:job"), 0u) << "released on every node before exit";
+  auto twice = cli({"--nodes", nodes, "release", "job", token});
+  EXPECT_EQ(twice.exit_code, 1) << twice.err;
+}
+
+TEST_F(Cli, GlobalOptionsAfterTheVerbAndFromTheEnvironment) {
+  auto a = cli({"acquire", "k1", "--ttl", "5000", "--prefix", "app:", "--nodes", nodes});
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_TRUE(
+      eventually([&] { return cluster.count_holding("app:k1", a.out.substr(0, 32)) == 3; }));
+  auto e = cli({"acquire", "k2"}, {"REDLOCK_NODES=" + nodes});
+  EXPECT_EQ(e.exit_code, 0) << e.err;
+  EXPECT_TRUE(is_token_line(e.out));
+}
+
+TEST_F(Cli, QuietKeepsStderrForErrorsOnly) {
+  auto a = cli({"-q", "--nodes", nodes, "acquire", "q"});
+  ASSERT_EQ(a.exit_code, 0);
+  EXPECT_TRUE(a.err.empty()) << a.err;
+  auto b = cli({"-q", "--nodes", nodes, "acquire", "q", "--wait", "0"});
+  EXPECT_EQ(b.exit_code, 1);
+  EXPECT_NE(b.err.find("not acquired"), std::string::npos) << b.err;
+}
+
+TEST_F(Cli, UsageAndConfigurationErrorsExitTwo) {
+  auto bad = cli({"--nodes", "redis://127.0.0.1:99999", "status"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("out of range"), std::string::npos) << bad.err;
+  auto tls = cli({"--nodes", "rediss://127.0.0.1:6380", "status"});
+  EXPECT_EQ(tls.exit_code, 2);
+  EXPECT_NE(tls.err.find("TLS"), std::string::npos) << tls.err;
+  auto none = run_process({REDLOCK_CLI_PATH, "status"}, {"REDLOCK_NODES="});
+  EXPECT_EQ(none.exit_code, 2) << none.err;
+  auto no_verb = cli({"--nodes", nodes});
+  EXPECT_EQ(no_verb.exit_code, 2);
+  auto missing_key = cli({"--nodes", nodes, "acquire"});
+  EXPECT_EQ(missing_key.exit_code, 2);
+  auto zero_ttl = cli({"--nodes", nodes, "--ttl", "0", "acquire", "z"});
+  EXPECT_EQ(zero_ttl.exit_code, 2) << zero_ttl.err;
+  auto empty_key = cli({"--nodes", nodes, "acquire", ""});
+  EXPECT_EQ(empty_key.exit_code, 2) << empty_key.err;
+  auto help = cli({"--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("acquire"), std::string::npos);
+}
+
+TEST_F(Cli, NoQuorumExitsThree) {
+  cluster[0].kill9();
+  cluster[1].kill9();
+  auto a = cli({"--nodes", nodes, "acquire", "x", "--wait", "300"});
+  EXPECT_EQ(a.exit_code, 3) << a.err;
+  EXPECT_TRUE(a.out.empty());
+  EXPECT_NE(a.err.find(cluster[0].address()), std::string::npos) << "names the failed node";
+  auto s = cli({"--nodes", nodes, "status"});
+  EXPECT_EQ(s.exit_code, 3) << s.out;
+}
+
+TEST_F(Cli, StatusPrintsOneRowPerNode) {
+  auto s = cli({"--nodes", nodes, "status"});
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  for (std::size_t i = 0; i < cluster.size(); ++i) {
+    auto row = s.out.find(cluster[i].address());
+    ASSERT_NE(row, std::string::npos) << s.out;
+    auto line = s.out.substr(row, s.out.find('\n', row) - row);
+    EXPECT_NE(line.find(" up "), std::string::npos) << line;
+    EXPECT_TRUE(std::regex_search(line, std::regex("[0-9]+\\.[0-9]+\\.[0-9]+"))) << line;
+  }
+}
+
+}  // namespace
+}  // namespace redlock::test

@@ -1,0 +1,190 @@
+// redlock: the command-line face of redlock-cpp, for shell scripts and operators.
+//
+// Exit codes (a stable contract): 0 success; 1 not acquired / not held; 2 usage or
+// configuration error; 3 no quorum of nodes reachable. Only the token (acquire) and the status
+// table go to stdout; every diagnostic goes to stderr.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <optional>
+#include <string>
+
+#include "redlock/redlock.hpp"
+
+namespace {
+
+using redlock::Errc;
+using redlock::Milliseconds;
+
+enum Exit { kOk = 0, kNotHeld = 1, kUsage = 2, kNoQuorum = 3 };
+
+struct Globals {
+  std::string nodes;
+  std::optional<long> ttl_ms;
+  std::optional<std::string> prefix;
+  std::optional<long> connect_timeout_ms;
+  std::optional<long> request_timeout_ms;
+  std::optional<int> retry_count;
+  std::optional<long> retry_delay_ms;
+  std::optional<long> retry_jitter_ms;
+  std::optional<double> drift_factor;
+  bool quiet = false;
+};
+
+int exit_code_for(std::error_code ec) {
+  if (!ec) return kOk;
+  if (ec == Errc::not_acquired || ec == Errc::not_held || ec == Errc::validity_expired)
+    return kNotHeld;
+  if (ec == Errc::invalid_argument || ec == Errc::invalid_config) return kUsage;
+  return kNoQuorum;
+}
+
+// The configuration from the options; throws redlock::Error on a bad list or option.
+redlock::Config make_config(const Globals& g) {
+  if (g.nodes.empty())
+    throw redlock::Error(make_error_code(Errc::invalid_config),
+                         "no nodes: pass --nodes or set REDLOCK_NODES");
+  auto c = redlock::Config::from_node_list(g.nodes);
+  if (g.ttl_ms) c.ttl = Milliseconds(*g.ttl_ms);
+  if (g.prefix) c.key_prefix = *g.prefix;
+  if (g.connect_timeout_ms) c.connect_timeout = Milliseconds(*g.connect_timeout_ms);
+  if (g.request_timeout_ms) c.request_timeout = Milliseconds(*g.request_timeout_ms);
+  if (g.retry_count) c.retry_count = *g.retry_count;
+  if (g.retry_delay_ms) c.retry_delay = Milliseconds(*g.retry_delay_ms);
+  if (g.retry_jitter_ms) c.retry_jitter = Milliseconds(*g.retry_jitter_ms);
+  if (g.drift_factor) c.drift_factor = *g.drift_factor;
+  return c;
+}
+
+void diag(const Globals& g, const std::string& line) {
+  if (!g.quiet) std::cerr << "redlock: " << line << '\n';
+}
+
+// Always shown, also with --quiet: why the command failed.
+int fail(const redlock::Outcome& r, const std::string& what) {
+  std::cerr << "redlock: " << what << ": " << r.message() << '\n';
+  return exit_code_for(r.error);
+}
+
+int do_acquire(const Globals& g, redlock::Client& client, const std::string& key,
+               std::optional<long> wait_ms) {
+  redlock::AcquireRequest req;
+  req.resources = {key};
+  req.ttl = client.config().ttl;
+  if (wait_ms) req.wait = Milliseconds(*wait_ms);
+  auto r = client.acquire(req);
+  if (!r) return fail(r, "not acquired '" + key + "'");
+  std::cout << r.lock.token << std::endl;
+  diag(g, "acquired '" + key + "' (key " + client.key_of(key) + ") for " +
+              std::to_string(r.lock.ttl.count()) + " ms, valid for " +
+              std::to_string(r.lock.validity_left().count()) + " ms after " +
+              std::to_string(r.attempts) + " attempt(s); votes " + r.votes.to_string());
+  return kOk;
+}
+
+int do_extend(const Globals& g, redlock::Client& client, const std::string& key,
+              const std::string& token) {
+  redlock::Lock lock(key, token);
+  auto r = client.extend(lock, client.config().ttl);
+  if (!r) return fail(r, "not extended '" + key + "'");
+  diag(g, "extended '" + key + "' to " + std::to_string(client.config().ttl.count()) +
+              " ms, valid for " + std::to_string(lock.validity_left().count()) + " ms; votes " +
+              r.votes.to_string());
+  return kOk;
+}
+
+int do_release(const Globals& g, redlock::Client& client, const std::string& key,
+               const std::string& token) {
+  auto r = client.release(redlock::Lock(key, token));
+  if (!r) return fail(r, "not released '" + key + "'");
+  diag(g, "released '" + key + "' on " + std::to_string(r.released) + " node(s); votes " +
+              r.votes.to_string());
+  return kOk;
+}
+
+int do_status(redlock::Client& client) {
+  auto rows = client.status();
+  std::size_t up = 0;
+  std::printf("%-28s %-5s %10s  %-10s %s\n", "NODE", "STATE", "RTT", "VERSION", "DETAIL");
+  for (const auto& row : rows) {
+    char rtt[32] = "-";
+    if (row.up) {
+      ++up;
+      std::snprintf(rtt, sizeof rtt, "%.2fms", static_cast<double>(row.round_trip.count()) / 1e3);
+    }
+    std::string detail;
+    if (!row.up && row.error) {
+      detail = row.error.category() == redlock::error_category()
+                   ? redlock::errc_name(static_cast<Errc>(row.error.value()))
+                   : row.error.message();
+      if (!row.detail.empty()) detail += ": " + row.detail;
+    }
+    std::printf("%-28s %-5s %10s  %-10s %s\n", row.address.c_str(), row.up ? "up" : "down", rtt,
+                row.server_version.empty() ? "-" : row.server_version.c_str(), detail.c_str());
+  }
+  std::size_t quorum = rows.size() / 2 + 1;
+  std::printf("%zu of %zu nodes up; quorum %zu %s\n", up, rows.size(), quorum,
+              up >= quorum ? "reachable" : "NOT reachable");
+  return up >= quorum ? kOk : kNoQuorum;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"redlock: a distributed lock over N independent Redis masters (Redlock)"};
+  app.fallthrough();  // global options are accepted after the verb as well
+  app.require_subcommand(1);
+  Globals g;
+  app.add_option("--nodes", g.nodes, "redis://[user:password@]host:port[/db],...")
+      ->envname("REDLOCK_NODES");
+  app.add_option("--ttl", g.ttl_ms, "lease in milliseconds (default 10000)");
+  app.add_option("--prefix", g.prefix, "key prefix (default 'redlock:')");
+  app.add_option("--connect-timeout", g.connect_timeout_ms, "per node, ms (default 1000)");
+  app.add_option("--request-timeout", g.request_timeout_ms, "per request, ms (default 200)");
+  app.add_option("--retry-count", g.retry_count, "retries without --wait (default 3)");
+  app.add_option("--retry-delay", g.retry_delay_ms, "ms between attempts (default 200)");
+  app.add_option("--retry-jitter", g.retry_jitter_ms, "random extra ms (default 100)");
+  app.add_option("--drift-factor", g.drift_factor, "clock drift allowance (default 0.01)");
+  app.add_flag("-q,--quiet", g.quiet, "no diagnostics on stderr, except errors");
+
+  std::string key, token;
+  std::optional<long> wait_ms;
+  auto* acquire = app.add_subcommand("acquire", "acquire KEY; prints the token on stdout");
+  acquire->add_option("KEY", key, "resource name")->required();
+  acquire->add_option("--wait", wait_ms,
+                      "keep trying this many ms (0: one attempt; default: retry count)");
+  auto* extend = app.add_subcommand("extend", "extend KEY held with TOKEN to a new --ttl");
+  extend->add_option("KEY", key, "resource name")->required();
+  extend->add_option("TOKEN", token, "token printed by acquire")->required();
+  auto* release = app.add_subcommand("release", "release KEY held with TOKEN");
+  release->add_option("KEY", key, "resource name")->required();
+  release->add_option("TOKEN", token, "token printed by acquire")->required();
+  auto* status = app.add_subcommand("status", "reachability, round trip and version per node");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kUsage;
+  }
+
+  try {
+    redlock::Client client(make_config(g));
+    if (acquire->parsed()) return do_acquire(g, client, key, wait_ms);
+    if (extend->parsed()) return do_extend(g, client, key, token);
+    if (release->parsed()) return do_release(g, client, key, token);
+    if (status->parsed()) return do_status(client);
+  } catch (const redlock::Error& e) {
+    std::cerr << "redlock: " << e.what() << '\n';
+    return kUsage;
+  } catch (const std::exception& e) {
+    std::cerr << "redlock: " << e.what() << '\n';
+    return kNoQuorum;
+  }
+  return kUsage;
+}
