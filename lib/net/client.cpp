@@ -2,6 +2,7 @@
 // completions into blocking calls.
 #include "redlock/client.hpp"
 
+#include <cassert>
 #include <future>
 
 #include "coordinator.hpp"
