@@ -11,19 +11,35 @@
 
 #include "redlock/config.hpp"
 #include "redlock/errors.hpp"
+#include "redlock/held_lock.hpp"
 #include "redlock/lock.hpp"
 
 namespace redlock {
 
+// A wait without end (AcquireRequest::wait): until acquired, cancelled, or the nodes stay
+// unreachable.
+inline constexpr Milliseconds forever = Milliseconds::max();
+
 // What to acquire and how long to try.
 struct AcquireRequest {
+  AcquireRequest() = default;
+  AcquireRequest(std::vector<std::string> resources_, std::optional<Milliseconds> ttl_ = {},
+                 std::optional<Milliseconds> wait_ = {})
+      : resources(std::move(resources_)), ttl(ttl_), wait(wait_) {}
+
   std::vector<std::string> resources;  // one or more; several are locked all-or-nothing per node
   std::optional<Milliseconds> ttl;     // lease; default Config::ttl; must be positive
   // How long to keep trying while the lock is taken by someone else or quorum is missing:
   //   nullopt: 1 + Config::retry_count attempts, Config::retry_delay + jitter apart;
   //   0:       exactly one attempt (try-lock);
-  //   > 0:     retry (with jitter) until this much time has passed.
+  //   > 0:     wait until this much time has passed (or `forever`). While the lock is taken,
+  //            the waiter sleeps until a release notice arrives (one subscriber connection per
+  //            node per client), with a back-off bounded by the holder's ttl as a fallback.
+  // Whatever the wait, more than Config::retry_count consecutive attempts that find no quorum
+  // of nodes reachable end it with Errc::no_quorum.
   std::optional<Milliseconds> wait;
+  // Ends the wait early with Errc::cancelled (optional).
+  std::optional<CancelToken> cancel;
 };
 
 // Health of one node, as `redlock status` prints it.
@@ -68,6 +84,12 @@ class Client {
   ReleaseResult release(const Lock& lock);
   std::vector<NodeStatus> status();
 
+  // Acquires and keeps alive: with request.ttl unset the lease is Config::watchdog_lease and
+  // is renewed every lease/3, renewals of all held locks batched into one call per node.
+  // `on_lost` runs once on the loop thread if the lock is lost while held.
+  HoldResult hold(AcquireRequest request, LostCallback on_lost = {});
+  HoldResult hold(std::string_view resource, Milliseconds wait = Milliseconds(0));
+
   // Asynchronous calls: callable from any thread. The callback runs exactly once, on the
   // client's loop thread; keep it short and do not block in it. An exception escaping a
   // callback is caught and reported on stderr, never propagated into the loop.
@@ -82,6 +104,8 @@ class Client {
   class Impl;
 
  private:
+  friend class HeldLock;
+  friend class Mutex;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -42,6 +42,9 @@ struct Config {
   // Reconnect back-off after a failed or lost connection: doubles from min to max, with jitter.
   Milliseconds reconnect_min{50};
   Milliseconds reconnect_max{2'000};
+  // Lease of a lock taken by Client::hold() or a Mutex without a ttl: it is renewed every
+  // watchdog_lease / 3 for as long as it is held.
+  Milliseconds watchdog_lease{30'000};
   // Every Redis key and channel of this client starts with this prefix.
   std::string key_prefix = "redlock:";
 

@@ -49,6 +49,7 @@ struct NodeVote {
   std::error_code error;                 // why it failed (Vote::failed only)
   std::string detail;                    // the server's error text or the connection error
   std::chrono::microseconds latency{0};  // request to answer, when it answered
+  Milliseconds holder_ttl{-1};           // acquire, Vote::no: the other holder's remaining ttl
 };
 
 // Per-node votes of the last attempt of an operation, in the order of Config::nodes.

@@ -183,6 +183,10 @@ std::error_code validate(const Config& c, std::string& message) {
   if (c.request_timeout >= c.ttl)
     return fail(message,
                 "request timeout " + ms(c.request_timeout) + " must be below the ttl " + ms(c.ttl));
+  if (c.watchdog_lease <= drift_allowance(c.watchdog_lease, c.drift_factor) ||
+      c.request_timeout >= c.watchdog_lease)
+    return fail(message, "watchdog lease " + ms(c.watchdog_lease) +
+                             " must be above its drift allowance and the request timeout");
   if (c.connect_timeout.count() <= 0)
     return fail(message, "connect timeout " + ms(c.connect_timeout) + " must be positive");
   if (c.retry_count < 0)

@@ -12,31 +12,41 @@ namespace redlock::detail {
 namespace {
 
 using std::chrono::microseconds;
+using namespace std::chrono_literals;
+
+bool is_int(const redisReply* r) { return r != nullptr && r->type == REDIS_REPLY_INTEGER; }
 
 // {1} granted, {0, pttl} held by another token.
-Vote classify_acquire(const redisReply* r, const Command&) {
-  if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 || r->element[0]->type != REDIS_REPLY_INTEGER)
-    return Vote::failed;
-  return r->element[0]->integer == 1 ? Vote::yes : Vote::no;
-}
-
-// 1 extended, 0 not ours.
-Vote classify_extend(const redisReply* r, const Command&) {
-  if (r->type != REDIS_REPLY_INTEGER) return Vote::failed;
-  return r->integer == 1 ? Vote::yes : Vote::no;
+void classify_acquire(const redisReply* r, const Command&, NodeVote* votes, std::size_t) {
+  if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 || !is_int(r->element[0])) return;
+  if (r->element[0]->integer == 1) {
+    votes[0].vote = Vote::yes;
+    return;
+  }
+  votes[0].vote = Vote::no;
+  if (r->elements >= 2 && is_int(r->element[1]))
+    votes[0].holder_ttl = Milliseconds(r->element[1]->integer);
 }
 
 // Number of keys deleted: yes only when every key still held our token.
-Vote classify_release(const redisReply* r, const Command& c) {
-  if (r->type != REDIS_REPLY_INTEGER) return Vote::failed;
-  return r->integer == static_cast<long long>(c.keys.size()) ? Vote::yes : Vote::no;
+void classify_release(const redisReply* r, const Command& c, NodeVote* votes, std::size_t) {
+  if (!is_int(r)) return;
+  votes[0].vote = r->integer == static_cast<long long>(c.keys.size()) ? Vote::yes : Vote::no;
 }
 
-Vote classify_text(const redisReply* r, const Command&) {
-  return r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS ? Vote::yes : Vote::failed;
+void classify_text(const redisReply* r, const Command&, NodeVote* votes, std::size_t) {
+  if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS) votes[0].vote = Vote::yes;
 }
 
 std::string ms_arg(Milliseconds d) { return std::to_string(d.count()); }
+
+void add_renewal(Command& c, const std::vector<std::string>& keys, const std::string& token,
+                 Milliseconds ttl) {
+  c.keys.insert(c.keys.end(), keys.begin(), keys.end());
+  c.args.push_back(token);
+  c.args.push_back(ms_arg(ttl));
+  c.args.push_back(std::to_string(keys.size()));
+}
 
 std::string info_field(const std::string& info, const std::string& field) {
   auto pos = info.find(field + ":");
@@ -47,6 +57,12 @@ std::string info_field(const std::string& info, const std::string& field) {
 }
 
 }  // namespace
+
+void classify_renew(const redisReply* r, const Command&, NodeVote* votes, std::size_t items) {
+  if (r->type != REDIS_REPLY_ARRAY || r->elements != items) return;
+  for (std::size_t i = 0; i < items; ++i)
+    if (is_int(r->element[i])) votes[i].vote = r->element[i]->integer == 1 ? Vote::yes : Vote::no;
+}
 
 void deliver_guarded(const char* what, const std::function<void()>& call) noexcept {
   try {
@@ -61,32 +77,42 @@ void deliver_guarded(const char* what, const std::function<void()>& call) noexce
 // ---------------------------------------------------------------------------------------------
 // FanOut
 
-FanOut::FanOut(Coordinator& coordinator, Command command, Classify classify, Decided decided,
-               bool wait_all)
+FanOut::FanOut(Coordinator& coordinator, Command command, std::size_t items, Classify classify,
+               Decided decided, bool wait_all)
     : coordinator_(coordinator),
       command_(std::move(command)),
       classify_(classify),
       decided_(std::move(decided)),
       wait_all_(wait_all) {
   auto n = coordinator_.nodes().size();
-  tally_.nodes = n;
-  votes_.nodes.resize(n);
-  votes_.addresses = coordinator_.addresses();
-  votes_.quorum = tally_.quorum();
+  tallies_.assign(items, Tally{n, 0, 0, 0});
+  votes_.resize(items);
+  for (auto& v : votes_) {
+    v.nodes.resize(n);
+    v.addresses = coordinator_.addresses();
+    v.quorum = quorum_size(n);
+  }
+  verdicts_.assign(items, Verdict::pending);
+  announced_.assign(items, false);
+  scratch_.resize(items);
   if (wait_all_) texts_.resize(n);
   ++coordinator_.live_fanouts_;
 }
 
 FanOut::~FanOut() { coordinator_.fanout_ended(); }
 
-void FanOut::start(Coordinator& coordinator, Command command, Classify classify, Decided decided,
-                   bool wait_all) {
-  auto* f = new FanOut(coordinator, std::move(command), classify, std::move(decided), wait_all);
+void FanOut::start(Coordinator& coordinator, Command command, std::size_t items, Classify classify,
+                   Decided decided, bool wait_all) {
+  auto* f =
+      new FanOut(coordinator, std::move(command), items, classify, std::move(decided), wait_all);
   f->started_ = Clock::now();  // t0: before the first request leaves
   for (auto& node : coordinator.nodes()) {
     if (auto ec = node->send(f->command_, f)) {
-      std::string detail = ec == node->last_error() ? node->last_error_detail() : ec.message();
-      f->record(node->index(), Vote::failed, ec, detail, microseconds(0));
+      NodeVote v;
+      v.vote = Vote::failed;
+      v.error = ec;
+      v.detail = ec == node->last_error() ? node->last_error_detail() : ec.message();
+      for (std::size_t i = 0; i < items; ++i) f->record(i, node->index(), v);
     } else {
       ++f->outstanding_;
     }
@@ -97,106 +123,157 @@ void FanOut::start(Coordinator& coordinator, Command command, Classify classify,
   f->maybe_finish();
 }
 
-void FanOut::record(std::size_t node, Vote vote, std::error_code error, std::string_view detail,
-                    microseconds latency) {
-  auto& v = votes_.nodes[node];
-  if (v.vote != Vote::pending) return;
-  v.vote = vote;
-  v.error = error;
-  v.detail.assign(detail);
-  v.latency = latency;
-  switch (vote) {
+void FanOut::record(std::size_t item, std::size_t node, NodeVote vote) {
+  auto& slot = votes_[item].nodes[node];
+  if (slot.vote != Vote::pending) return;
+  auto& t = tallies_[item];
+  switch (vote.vote) {
     case Vote::yes:
-      ++tally_.yes;
+      ++t.yes;
       break;
     case Vote::no:
-      ++tally_.no;
+      ++t.no;
       break;
     case Vote::failed:
-      ++tally_.failed;
+      ++t.failed;
       break;
     case Vote::pending:
-      break;
+      return;
   }
+  slot = std::move(vote);
 }
 
 void FanOut::on_node_reply(std::size_t node, const NodeReply& reply) {
   --outstanding_;
+  std::size_t items = votes_.size();
   if (reply.error) {
-    record(node, Vote::failed, reply.error, reply.detail, reply.latency);
+    NodeVote v;
+    v.vote = Vote::failed;
+    v.error = reply.error;
+    v.detail.assign(reply.detail);
+    v.latency = reply.latency;
+    for (std::size_t i = 0; i < items; ++i) record(i, node, v);
   } else {
-    Vote vote = classify_(reply.reply, command_);
-    if (vote == Vote::failed) {
-      record(node, vote, make_error_code(Errc::protocol_error), "unexpected reply type",
-             reply.latency);
-    } else {
-      record(node, vote, {}, {}, reply.latency);
-      if (wait_all_ && reply.reply->str != nullptr)
-        texts_[node].assign(reply.reply->str, reply.reply->len);
+    for (auto& s : scratch_) s = NodeVote{};
+    classify_(reply.reply, command_, scratch_.data(), items);
+    for (std::size_t i = 0; i < items; ++i) {
+      NodeVote v = std::move(scratch_[i]);
+      if (v.vote == Vote::pending) {
+        v.vote = Vote::failed;
+        v.error = make_error_code(Errc::protocol_error);
+        v.detail = "unexpected reply";
+      }
+      v.latency = reply.latency;
+      record(i, node, std::move(v));
     }
+    if (wait_all_ && reply.reply->str != nullptr)
+      texts_[node].assign(reply.reply->str, reply.reply->len);
   }
   maybe_decide();
   maybe_finish();
 }
 
 void FanOut::maybe_decide() {
-  if (decided_called_ || sending_) return;
-  Verdict v = wait_all_ ? (outstanding_ == 0 ? Verdict::won : Verdict::pending) : tally_.verdict();
-  if (v == Verdict::pending) return;
-  decided_called_ = true;
-  verdict_ = v;
-  if (decided_) decided_(*this);
+  if (sending_) return;
+  for (std::size_t i = 0; i < votes_.size(); ++i) {
+    if (announced_[i]) continue;
+    Verdict v =
+        wait_all_ ? (outstanding_ == 0 ? Verdict::won : Verdict::pending) : tallies_[i].verdict();
+    if (v == Verdict::pending) continue;
+    announced_[i] = true;
+    verdicts_[i] = v;
+    if (decided_) decided_(*this, i);
+  }
 }
 
 void FanOut::maybe_finish() {
-  if (!sending_ && decided_called_ && outstanding_ == 0) delete this;
+  if (!sending_ && outstanding_ == 0) delete this;  // every item is decided by then
 }
 
 // ---------------------------------------------------------------------------------------------
-// AcquireJob: attempts, clean-up of failed attempts, and retries with jitter.
+// AcquireJob: attempts, clean-up of failed attempts, retries, and sleeping until a release.
 
-class Coordinator::AcquireJob {
+class Coordinator::AcquireJob final : public Waiter {
  public:
   AcquireJob(Coordinator& co, AcquireRequest request, Milliseconds ttl, std::string token,
              Client::AcquireCallback done)
       : co_(co),
+        id_(co.next_job_id_++),
         resources_(std::move(request.resources)),
         keys_(co.keys_of(resources_)),
         token_(std::move(token)),
         ttl_(ttl),
-        done_(std::move(done)) {
+        done_(std::move(done)),
+        cancel_(std::move(request.cancel)) {
     if (!request.wait) {
       max_attempts_ = 1 + co.config().retry_count;
     } else if (request.wait->count() == 0) {
       max_attempts_ = 1;
     } else {
       max_attempts_ = 0;
-      deadline_ = Clock::now() + *request.wait;
+      waits_ = true;
+      if (*request.wait != forever) deadline_ = Clock::now() + *request.wait;
     }
     uv_timer_init(co.loop(), &timer_);
     timer_.data = this;
-    co_.jobs_.insert(this);
+    co_.jobs_.emplace(id_, this);
   }
 
-  void attempt() {
-    ++attempts_;
-    in_attempt_ = true;
-    // Every attempt of one acquire uses the same token: a late "yes" from an earlier attempt
-    // is then simply ours.
-    Command command{&script_acquire, keys_, {token_, ms_arg(ttl_)}};
-    FanOut::start(co_, std::move(command), classify_acquire, [this](FanOut& f) { on_attempt(f); });
+  void begin() {
+    if (cancel_) {
+      auto* co = &co_;
+      auto id = id_;
+      auto post = co_.post_to_loop_;
+      cancel_hook_ = cancel_state_of(*cancel_)->add([co, id, post] {
+        if (post) post([co, id] { co->cancel(id); });
+      });
+      if (cancel_hook_ == 0) {  // cancelled before it began
+        AcquireResult r;
+        r.error = make_error_code(Errc::cancelled);
+        finish(std::move(r));
+        return;
+      }
+    }
+    attempt();
   }
 
-  // Shutdown while waiting for the next attempt.
-  void cancel() {
-    if (in_attempt_) return;  // the attempt's own completion finishes the job
+  // A release notice (or a fresh subscription) on one of our resources.
+  void wake() override {
+    if (finished_) return;
+    if (in_attempt_) {
+      woken_ = true;
+      return;
+    }
+    uv_timer_stop(&timer_);
+    attempt();
+  }
+
+  // Shutdown or cancel token.
+  void stop(Errc why) {
+    if (finished_) return;
+    if (in_attempt_) {
+      stop_reason_ = why;  // the attempt's completion finishes the job
+      return;
+    }
     AcquireResult r;
-    r.error = make_error_code(Errc::shutting_down);
+    r.error = make_error_code(why);
     r.attempts = attempts_;
+    r.votes = last_votes_;
     finish(std::move(r));
   }
 
  private:
+  void attempt() {
+    ++attempts_;
+    in_attempt_ = true;
+    woken_ = false;
+    // Every attempt of one acquire uses the same token: a late "yes" from an earlier attempt
+    // is then simply ours.
+    Command command{&script_acquire, keys_, {token_, ms_arg(ttl_)}};
+    FanOut::start(co_, std::move(command), 1, classify_acquire,
+                  [this](FanOut& f, std::size_t) { on_attempt(f); });
+  }
+
   void on_attempt(FanOut& f) {
     in_attempt_ = false;
     auto now = Clock::now();
@@ -205,7 +282,7 @@ class Coordinator::AcquireJob {
     r.attempts = attempts_;
     if (f.verdict() == Verdict::won) {
       auto valid_until = validity_deadline(f.started(), ttl_, co_.config().drift_factor);
-      if (still_valid(now, valid_until) && !co_.shutting_down()) {
+      if (still_valid(now, valid_until) && !co_.shutting_down() && !stop_reason_) {
         r.lock.resources = resources_;
         r.lock.token = token_;
         r.lock.valid_until = valid_until;
@@ -220,25 +297,54 @@ class Coordinator::AcquireJob {
     // A failed attempt may have left our token on some nodes, or may still do so on nodes that
     // have not answered: compare-and-delete everywhere, queued behind the acquire.
     co_.release_everywhere(keys_, token_);
-    if (co_.shutting_down()) {
-      r.error = make_error_code(Errc::shutting_down);
+    last_votes_ = r.votes;
+    if (co_.shutting_down() || stop_reason_) {
+      r.error = make_error_code(co_.shutting_down() ? Errc::shutting_down : *stop_reason_);
       finish(std::move(r));
       return;
     }
-    auto delay = retry_delay(co_.config().retry_delay, co_.config().retry_jitter, co_.rng()());
+    // Unreachable nodes are not worth waiting for without end.
+    unreachable_ = r.error == Errc::no_quorum ? unreachable_ + 1 : 0;
+    if (unreachable_ > co_.config().retry_count) {
+      finish(std::move(r));
+      return;
+    }
+    const auto& config = co_.config();
+    auto delay = retry_delay(config.retry_delay, config.retry_jitter, co_.rng()());
+    if (waits_ && r.error == Errc::not_acquired) {
+      listen();
+      if (woken_) {
+        delay = Milliseconds(0);  // a notice came in while we were asking
+      } else {
+        // Fallback when a notice is lost: no later than the holder's lease runs out.
+        for (const auto& v : r.votes.nodes)
+          if (v.vote == Vote::no && v.holder_ttl.count() >= 0 && v.holder_ttl + 1ms < delay)
+            delay = v.holder_ttl + 1ms;
+      }
+    }
     auto next = next_attempt(now, deadline_, attempts_, max_attempts_, delay);
     if (!next) {
       finish(std::move(r));
       return;
     }
-    auto wait = std::chrono::duration_cast<Milliseconds>(*next - now);
+    auto wait = std::chrono::ceil<Milliseconds>(*next - now);
     uv_timer_start(
         &timer_, [](uv_timer_t* t) { static_cast<AcquireJob*>(t->data)->attempt(); },
         static_cast<std::uint64_t>(wait.count()), 0);
   }
 
+  void listen() {
+    if (listening_) return;
+    listening_ = true;
+    for (const auto& k : keys_) co_.waiters().add(k + ":released", this);
+  }
+
   void finish(AcquireResult r) {
-    co_.jobs_.erase(this);
+    finished_ = true;
+    if (listening_)
+      for (const auto& k : keys_) co_.waiters().remove(k + ":released", this);
+    if (cancel_hook_ != 0) cancel_state_of(*cancel_)->remove(cancel_hook_);
+    co_.jobs_.erase(id_);
     auto done = std::move(done_);
     deliver_guarded("acquire", [&] { done(std::move(r)); });
     uv_close(reinterpret_cast<uv_handle_t*>(&timer_),
@@ -246,15 +352,25 @@ class Coordinator::AcquireJob {
   }
 
   Coordinator& co_;
+  std::uint64_t id_;
   std::vector<std::string> resources_;
   std::vector<std::string> keys_;
   std::string token_;
   Milliseconds ttl_;
   Client::AcquireCallback done_;
+  std::optional<CancelToken> cancel_;
+  std::uint64_t cancel_hook_ = 0;
   int max_attempts_ = 1;
+  bool waits_ = false;
   std::optional<Clock::time_point> deadline_;
   int attempts_ = 0;
+  int unreachable_ = 0;
   bool in_attempt_ = false;
+  bool woken_ = false;
+  bool listening_ = false;
+  bool finished_ = false;
+  std::optional<Errc> stop_reason_;
+  Votes last_votes_;
   uv_timer_t timer_{};
 };
 
@@ -262,7 +378,7 @@ class Coordinator::AcquireJob {
 // Coordinator
 
 Coordinator::Coordinator(uv_loop_t* loop, const Config& config)
-    : loop_(loop), config_(config), rng_(random_seed()) {
+    : loop_(loop), config_(config), rng_(random_seed()), waiters_(*this), watchdog_(*this) {
   auto addresses = std::make_shared<std::vector<std::string>>();
   for (std::size_t i = 0; i < config_.nodes.size(); ++i) {
     nodes_.push_back(std::make_unique<Node>(loop_, i, config_.nodes[i], config_, rng_()));
@@ -271,6 +387,7 @@ Coordinator::Coordinator(uv_loop_t* loop, const Config& config)
   addresses_ = std::move(addresses);
   uv_timer_init(loop_, &drain_timer_);
   drain_timer_.data = this;
+  watchdog_.start();
 }
 
 Coordinator::~Coordinator() = default;
@@ -282,8 +399,11 @@ void Coordinator::start() {
 void Coordinator::shutdown() {
   shutting_down_ = true;
   // Jobs waiting for their next attempt end now; attempts in flight end with their fan-out.
-  auto waiting = jobs_;
-  for (auto* job : waiting) job->cancel();
+  std::vector<AcquireJob*> jobs;
+  for (auto& [id, job] : jobs_) jobs.push_back(job);
+  for (auto* job : jobs) job->stop(Errc::shutting_down);
+  watchdog_.shutdown();
+  waiters_.shutdown();
   // Drain: fan-outs in flight (releases after a verdict that needed only a quorum, clean-up of
   // a failed attempt) still reach every server. Nodes close when the last one ends, or when the
   // timer says the wait has lasted one request timeout.
@@ -317,7 +437,13 @@ std::vector<std::string> Coordinator::keys_of(const std::vector<std::string>& re
 
 void Coordinator::release_everywhere(const std::vector<std::string>& keys,
                                      const std::string& token) {
-  FanOut::start(*this, Command{&script_release, keys, {token}}, classify_release, nullptr);
+  FanOut::start(*this, Command{&script_release, keys, {token}}, 1, classify_release, nullptr);
+}
+
+Command Coordinator::renew_command(const std::vector<const Lease*>& leases) {
+  Command c{&script_renew, {}, {}};
+  for (const auto* l : leases) add_renewal(c, l->keys, l->token, l->ttl);
+  return c;
 }
 
 void Coordinator::acquire(AcquireRequest request, Milliseconds ttl, Client::AcquireCallback done) {
@@ -329,16 +455,46 @@ void Coordinator::acquire(AcquireRequest request, Milliseconds ttl, Client::Acqu
     deliver_guarded("acquire", [&] { done(std::move(r)); });
     return;
   }
-  auto* job = new AcquireJob(*this, std::move(request), ttl, std::move(token), std::move(done));
-  job->attempt();
+  (new AcquireJob(*this, std::move(request), ttl, std::move(token), std::move(done)))->begin();
+}
+
+void Coordinator::cancel(std::uint64_t job_id) {
+  auto it = jobs_.find(job_id);
+  if (it != jobs_.end()) it->second->stop(Errc::cancelled);
+}
+
+void Coordinator::hold(AcquireRequest request, Milliseconds ttl, bool renew, LostCallback on_lost,
+                       std::weak_ptr<ClientLink> link,
+                       std::function<void(AcquireResult, std::shared_ptr<Lease>)> done) {
+  acquire(std::move(request), ttl,
+          [this, renew, on_lost = std::move(on_lost), link = std::move(link),
+           done = std::move(done)](AcquireResult r) mutable {
+            if (!r) {
+              done(std::move(r), nullptr);
+              return;
+            }
+            auto lease = std::make_shared<Lease>();
+            lease->resources = r.lock.resources;
+            lease->keys = keys_of(r.lock.resources);
+            lease->token = r.lock.token;
+            lease->ttl = r.lock.ttl;
+            lease->renew = renew;
+            lease->link = std::move(link);
+            lease->on_lost = std::move(on_lost);
+            lease->set_valid_until(r.lock.valid_until);
+            lease->next_renewal = Clock::now() + r.lock.ttl / 3;
+            watchdog_.add(lease);
+            done(std::move(r), std::move(lease));
+          });
 }
 
 void Coordinator::extend(Lock lock, Milliseconds ttl, Client::ExtendCallback done) {
-  Command command{&script_extend, keys_of(lock.resources), {lock.token, ms_arg(ttl)}};
+  Command command{&script_renew, {}, {}};
+  add_renewal(command, keys_of(lock.resources), lock.token, ttl);
   auto previous = lock.valid_until;
   double drift = config_.drift_factor;
-  FanOut::start(*this, std::move(command), classify_extend,
-                [previous, ttl, drift, done = std::move(done)](FanOut& f) {
+  FanOut::start(*this, std::move(command), 1, classify_renew,
+                [previous, ttl, drift, done = std::move(done)](FanOut& f, std::size_t) {
                   ExtendResult r;
                   r.votes = f.votes();
                   r.valid_until = previous;
@@ -357,20 +513,36 @@ void Coordinator::extend(Lock lock, Milliseconds ttl, Client::ExtendCallback don
 
 void Coordinator::release(Lock lock, Client::ReleaseCallback done) {
   Command command{&script_release, keys_of(lock.resources), {lock.token}};
-  FanOut::start(*this, std::move(command), classify_release, [done = std::move(done)](FanOut& f) {
+  FanOut::start(*this, std::move(command), 1, classify_release,
+                [done = std::move(done)](FanOut& f, std::size_t) {
+                  ReleaseResult r;
+                  r.votes = f.votes();
+                  r.released = f.tally().yes;
+                  if (f.verdict() != Verdict::won)
+                    r.error = make_error_code(f.tally().loss_reason(Errc::not_held));
+                  deliver_guarded("release", [&] { done(std::move(r)); });
+                });
+}
+
+void Coordinator::release_lease(const std::shared_ptr<Lease>& lease, Client::ReleaseCallback done) {
+  if (lease->released.exchange(true)) {
     ReleaseResult r;
-    r.votes = f.votes();
-    r.released = f.tally().yes;
-    if (f.verdict() != Verdict::won)
-      r.error = make_error_code(f.tally().loss_reason(Errc::not_held));
+    r.error = make_error_code(Errc::not_held);
+    r.detail = "already released";
     deliver_guarded("release", [&] { done(std::move(r)); });
-  });
+    return;
+  }
+  watchdog_.remove(lease);  // no renewal can follow the release
+  Lock lock;
+  lock.resources = lease->resources;
+  lock.token = lease->token;
+  release(std::move(lock), std::move(done));
 }
 
 void Coordinator::status(Client::StatusCallback done) {
   FanOut::start(
-      *this, Command{nullptr, {}, {"INFO", "server"}}, classify_text,
-      [done = std::move(done)](FanOut& f) {
+      *this, Command{nullptr, {}, {"INFO", "server"}}, 1, classify_text,
+      [done = std::move(done)](FanOut& f, std::size_t) {
         std::vector<NodeStatus> rows;
         for (std::size_t i = 0; i < f.votes().nodes.size(); ++i) {
           const auto& v = f.votes().nodes[i];

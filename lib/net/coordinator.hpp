@@ -1,5 +1,5 @@
 // Where I/O meets the algorithm: fans a script out to every node, gathers the votes, applies
-// the quorum rules of core/quorum.hpp, cleans up after failed attempts and retries.
+// the quorum rules of core/quorum.hpp, cleans up after failed attempts, retries and waits.
 // Loop thread only.
 #pragma once
 
@@ -9,43 +9,48 @@
 #include <memory>
 #include <random>
 #include <string>
-#include <unordered_set>
+#include <unordered_map>
 #include <vector>
 
 #include "../core/quorum.hpp"
+#include "lease.hpp"
 #include "node.hpp"
 #include "redlock/client.hpp"
+#include "waiters.hpp"
+#include "watchdog.hpp"
 
 namespace redlock::detail {
 
 class Coordinator;
 
-// One command sent to every node at once. Decides at the quorum (or, with wait_all, once every
-// node answered) and lives until every node has answered, so that no reply outlives its sink.
+// One command sent to every node at once, carrying `items` independent questions (one lock,
+// or a batch of renewals). Each item is decided at its quorum (or, with wait_all, once every
+// node answered). The object lives until every node has answered, so no reply outlives it.
 class FanOut final : public ReplySink {
  public:
-  // How a node's reply counts. `reply` is never an error reply.
-  using Classify = Vote (*)(const redisReply* reply, const Command& command);
-  using Decided = std::function<void(FanOut&)>;
+  // Fills one vote per item from a node's reply (never an error reply); leaves them pending
+  // when the reply has the wrong shape (they are then counted as protocol errors).
+  using Classify = void (*)(const redisReply* reply, const Command& command, NodeVote* votes,
+                            std::size_t items);
+  using Decided = std::function<void(FanOut&, std::size_t item)>;
 
-  // Sends at once; `decided` runs exactly once, possibly before start() returns.
-  static void start(Coordinator& coordinator, Command command, Classify classify, Decided decided,
-                    bool wait_all = false);
+  // Sends at once; `decided` runs exactly once per item, possibly before start() returns.
+  static void start(Coordinator& coordinator, Command command, std::size_t items, Classify classify,
+                    Decided decided, bool wait_all = false);
 
-  const Tally& tally() const noexcept { return tally_; }
-  const Votes& votes() const noexcept { return votes_; }
-  Verdict verdict() const noexcept { return verdict_; }
+  const Tally& tally(std::size_t item = 0) const noexcept { return tallies_[item]; }
+  const Votes& votes(std::size_t item = 0) const noexcept { return votes_[item]; }
+  Verdict verdict(std::size_t item = 0) const noexcept { return verdicts_[item]; }
   Clock::time_point started() const noexcept { return started_; }
-  // Last successful reply per node (only for wait_all fan-outs, e.g. status).
+  // Text of each node's reply (wait_all fan-outs only, e.g. status).
   const std::vector<std::string>& texts() const noexcept { return texts_; }
 
  private:
-  FanOut(Coordinator& coordinator, Command command, Classify classify, Decided decided,
-         bool wait_all);
+  FanOut(Coordinator& coordinator, Command command, std::size_t items, Classify classify,
+         Decided decided, bool wait_all);
   ~FanOut();
   void on_node_reply(std::size_t node, const NodeReply& reply) override;
-  void record(std::size_t node, Vote vote, std::error_code error, std::string_view detail,
-              std::chrono::microseconds latency);
+  void record(std::size_t item, std::size_t node, NodeVote vote);
   void maybe_decide();
   void maybe_finish();
 
@@ -55,11 +60,12 @@ class FanOut final : public ReplySink {
   Decided decided_;
   bool wait_all_;
   Clock::time_point started_;
-  Tally tally_;
-  Votes votes_;
+  std::vector<Tally> tallies_;
+  std::vector<Votes> votes_;
+  std::vector<Verdict> verdicts_;
+  std::vector<bool> announced_;
   std::vector<std::string> texts_;
-  Verdict verdict_ = Verdict::pending;
-  bool decided_called_ = false;
+  std::vector<NodeVote> scratch_;
   bool sending_ = true;
   std::size_t outstanding_ = 0;
 };
@@ -76,42 +82,65 @@ class Coordinator {
   bool shutting_down() const noexcept { return shutting_down_; }
 
   void acquire(AcquireRequest request, Milliseconds ttl, Client::AcquireCallback done);
+  // Acquires, then keeps the lock under the watchdog (renewed when `renew`).
+  void hold(AcquireRequest request, Milliseconds ttl, bool renew, LostCallback on_lost,
+            std::weak_ptr<ClientLink> link,
+            std::function<void(AcquireResult, std::shared_ptr<Lease>)> done);
+  // How tasks reach the loop from other threads (cancel tokens); set by the client.
+  void set_poster(std::function<void(std::function<void()>)> post) {
+    post_to_loop_ = std::move(post);
+  }
   void extend(Lock lock, Milliseconds ttl, Client::ExtendCallback done);
   void release(Lock lock, Client::ReleaseCallback done);
+  // Stops watching a held lock, then releases it.
+  void release_lease(const std::shared_ptr<Lease>& lease, Client::ReleaseCallback done);
   void status(Client::StatusCallback done);
+  // Ends the wait of the acquire registered under `job_id`, if it still waits.
+  void cancel(std::uint64_t job_id);
 
   std::vector<std::unique_ptr<Node>>& nodes() noexcept { return nodes_; }
   const Config& config() const noexcept { return config_; }
   uv_loop_t* loop() const noexcept { return loop_; }
   std::mt19937_64& rng() noexcept { return rng_; }
+  Waiters& waiters() noexcept { return waiters_; }
   const std::shared_ptr<const std::vector<std::string>>& addresses() const noexcept {
     return addresses_;
   }
   std::vector<std::string> keys_of(const std::vector<std::string>& resources) const;
   // Sends compare-and-delete for `token` to every node; nobody waits for the answer.
   void release_everywhere(const std::vector<std::string>& keys, const std::string& token);
+  // The renew script for locks (keys lock after lock), as one command.
+  static Command renew_command(const std::vector<const Lease*>& leases);
 
   class AcquireJob;
 
  private:
   friend class AcquireJob;
+  friend class FanOut;
+  void fanout_ended();
+  void close_nodes();
 
   uv_loop_t* loop_;
   const Config& config_;
   std::mt19937_64 rng_;
   std::vector<std::unique_ptr<Node>> nodes_;
   std::shared_ptr<const std::vector<std::string>> addresses_;
-  std::unordered_set<AcquireJob*> jobs_;
+  Waiters waiters_;
+  Watchdog watchdog_;
+  std::unordered_map<std::uint64_t, AcquireJob*> jobs_;
+  std::uint64_t next_job_id_ = 1;
   bool shutting_down_ = false;
-  friend class FanOut;
-  void fanout_ended();
-  void close_nodes();
   std::size_t live_fanouts_ = 0;
   bool nodes_closed_ = false;
   uv_timer_t drain_timer_{};
+  std::function<void(std::function<void()>)> post_to_loop_;
 };
 
 // Runs a user callback on the loop thread; an escaping exception is reported, not propagated.
 void deliver_guarded(const char* what, const std::function<void()>& call) noexcept;
+
+// Votes of a renew fan-out: one integer per lock.
+void classify_renew(const redisReply* reply, const Command& command, NodeVote* votes,
+                    std::size_t items);
 
 }  // namespace redlock::detail

@@ -122,13 +122,14 @@ std::error_code error_from_reply_text(std::string_view text) noexcept {
 }
 
 Node::Node(uv_loop_t* loop, std::size_t index, NodeAddress address, const Config& config,
-           std::uint64_t seed)
+           std::uint64_t seed, MessageSink* subscriber)
     : loop_(loop),
       index_(index),
       address_(std::move(address)),
       label_(address_.to_string()),
       config_(config),
-      rng_(seed) {
+      rng_(seed),
+      subscriber_(subscriber) {
   uv_timer_init(loop_, &request_timer_);
   uv_timer_init(loop_, &connect_timer_);
   uv_timer_init(loop_, &reconnect_timer_);
@@ -213,8 +214,42 @@ void Node::connect() {
       arm_request_timer(p.deadline_ms);
     }
   }
+  for (const auto& channel : channels_) issue_subscription(*current_, "SUBSCRIBE", channel);
   uv_timer_start(&connect_timer_, &Node::on_connect_timer,
                  static_cast<std::uint64_t>(config_.connect_timeout.count()), 0);
+}
+
+void Node::subscribe(const std::string& channel) {
+  if (!channels_.insert(channel).second) return;
+  if (current_ != nullptr) issue_subscription(*current_, "SUBSCRIBE", channel);
+}
+
+void Node::unsubscribe(const std::string& channel) {
+  if (channels_.erase(channel) == 0) return;
+  if (current_ != nullptr) issue_subscription(*current_, "UNSUBSCRIBE", channel);
+}
+
+void Node::issue_subscription(Conn& conn, const char* verb, const std::string& channel) {
+  const char* argv[2] = {verb, channel.c_str()};
+  std::size_t lens[2] = {std::strlen(verb), channel.size()};
+  // hiredis keeps the callback per channel and calls it for every message on it.
+  redisAsyncCommandArgv(conn.ac, &Node::on_subscription, &conn, 2, argv, lens);
+}
+
+void Node::on_subscription(redisAsyncContext* /*ac*/, void* reply, void* privdata) {
+  auto* conn = static_cast<Conn*>(privdata);
+  Node* self = conn->node;
+  auto* r = static_cast<const redisReply*>(reply);
+  if (r == nullptr || conn != self->current_ || self->subscriber_ == nullptr) return;
+  if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
+      r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING)
+    return;
+  std::string_view kind(r->element[0]->str, r->element[0]->len);
+  std::string_view channel(r->element[1]->str, r->element[1]->len);
+  if (kind == "message")
+    self->subscriber_->on_message(self->index_, channel);
+  else if (kind == "subscribe")
+    self->subscriber_->on_subscribed(self->index_, channel);
 }
 
 void Node::on_cleanup(void* adapter_data) {

@@ -14,6 +14,7 @@
 #include <deque>
 #include <memory>
 #include <random>
+#include <set>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -55,13 +56,28 @@ class ReplySink {
   ~ReplySink() = default;
 };
 
+// Receives release notices on a subscriber node.
+class MessageSink {
+ public:
+  // A message arrived on `channel`.
+  virtual void on_message(std::size_t node, std::string_view channel) = 0;
+  // The node confirmed a subscription to `channel` (also after every reconnect): notices sent
+  // while it was not subscribed were missed.
+  virtual void on_subscribed(std::size_t node, std::string_view channel) = 0;
+
+ protected:
+  ~MessageSink() = default;
+};
+
 // Maps a Redis error reply ("WRONGTYPE ...", "OOM ...") to our code.
 std::error_code error_from_reply_text(std::string_view text) noexcept;
 
 class Node {
  public:
+  // With a `subscriber`, the node is a pub/sub connection: it only subscribes to channels
+  // (again after every reconnect) and hands messages to the sink; send() is not for it.
   Node(uv_loop_t* loop, std::size_t index, NodeAddress address, const Config& config,
-       std::uint64_t seed);
+       std::uint64_t seed, MessageSink* subscriber = nullptr);
   ~Node();
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
@@ -72,6 +88,9 @@ class Node {
   std::error_code send(const Command& command, ReplySink* sink);
   // Fails everything pending with Errc::shutting_down and closes all handles.
   void shutdown();
+  // Subscriber nodes: idempotent; remembered across reconnects.
+  void subscribe(const std::string& channel);
+  void unsubscribe(const std::string& channel);
 
   bool ready() const noexcept { return state_ == State::ready; }
   std::size_t index() const noexcept { return index_; }
@@ -107,6 +126,8 @@ class Node {
   static void on_connect(const redisAsyncContext* ac, int status);
   static void on_disconnect(const redisAsyncContext* ac, int status);
   static void on_reply(redisAsyncContext* ac, void* reply, void* privdata);
+  static void on_subscription(redisAsyncContext* ac, void* reply, void* privdata);
+  void issue_subscription(Conn& conn, const char* verb, const std::string& channel);
   static void on_cleanup(void* adapter_data);
   static void on_request_timer(uv_timer_t* timer);
   static void on_connect_timer(uv_timer_t* timer);
@@ -138,6 +159,8 @@ class Node {
   std::error_code last_error_;
   std::string last_error_detail_;
 
+  MessageSink* subscriber_;
+  std::set<std::string> channels_;    // subscriber nodes: what to (re)subscribe to
   Command auth_;                      // AUTH [user] password, when the node has a password
   Command select_;                    // SELECT db, when db != 0
   std::uint64_t armed_deadline_ = 0;  // deadline the request timer is armed for (uv_now time)

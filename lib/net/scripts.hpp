@@ -7,7 +7,7 @@
 namespace redlock::detail {
 
 inline constexpr Script script_acquire{"acquire", lua::acquire_body, lua::acquire_sha};
-inline constexpr Script script_extend{"extend", lua::extend_body, lua::extend_sha};
+inline constexpr Script script_renew{"renew", lua::renew_body, lua::renew_sha};
 inline constexpr Script script_release{"release", lua::release_body, lua::release_sha};
 
 }  // namespace redlock::detail

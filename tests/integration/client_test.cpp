@@ -196,8 +196,12 @@ TEST_F(FiveNodes, ExtendProlongsAHeldLockAndFailsOnAnExpiredOne) {
   ASSERT_TRUE(e) << e.message();
   EXPECT_GT(r.lock.valid_until, before);
   EXPECT_EQ(r.lock.ttl, 10000ms);
-  auto pttl = std::stoll(cluster[0].command({"PTTL", "redlock:job"}));
-  EXPECT_GT(pttl, 5000);
+  // Every node gets the new ttl (the verdict needed only three of them).
+  EXPECT_TRUE(test::eventually([&] {
+    for (std::size_t i = 0; i < cluster.size(); ++i)
+      if (std::stoll(cluster[i].command({"PTTL", "redlock:job"})) <= 5000) return false;
+    return true;
+  }));
 
   auto short_lock = client.try_acquire("brief", 300ms);
   ASSERT_TRUE(short_lock);

@@ -183,7 +183,7 @@ TEST(Unreachable, ClosedPortsFailFastWithTheCause) {
 
 TEST(Scripts, EmbeddedDigestsMatchWhatRedisComputes) {
   RedisCluster cluster(1);
-  for (const auto* s : {&detail::script_acquire, &detail::script_extend, &detail::script_release})
+  for (const auto* s : {&detail::script_acquire, &detail::script_renew, &detail::script_release})
     EXPECT_EQ(cluster[0].command({"SCRIPT", "LOAD", s->body}), s->sha) << s->name;
 }
 

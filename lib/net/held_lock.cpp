@@ -1,0 +1,116 @@
+// HeldLock, LostFlag and CancelToken: handles used from any thread.
+#include "redlock/held_lock.hpp"
+
+#include "client_impl.hpp"
+
+namespace redlock {
+
+namespace detail {
+std::shared_ptr<CancelState> cancel_state_of(const CancelToken& token) { return token.state_; }
+}  // namespace detail
+
+CancelToken::CancelToken() : state_(std::make_shared<detail::CancelState>()) {}
+
+void CancelToken::cancel() const {
+  std::vector<std::pair<std::uint64_t, std::function<void()>>> hooks;
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    if (state_->cancelled) return;
+    state_->cancelled = true;
+    hooks.swap(state_->hooks);
+  }
+  for (auto& [id, hook] : hooks) hook();
+}
+
+bool CancelToken::cancelled() const noexcept {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->cancelled;
+}
+
+bool LostFlag::is_set() const noexcept {
+  return !lease_ || lease_->lost() || lease_->released.load() ||
+         Clock::now() >= lease_->valid_until();
+}
+
+std::error_code LostFlag::reason() const noexcept {
+  if (!lease_) return make_error_code(Errc::not_held);
+  if (int code = lease_->lost_code.load()) return make_error_code(static_cast<Errc>(code));
+  if (lease_->released.load()) return make_error_code(Errc::not_held);
+  if (Clock::now() >= lease_->valid_until()) return make_error_code(Errc::lock_lost);
+  return {};
+}
+
+HeldLock& HeldLock::operator=(HeldLock&& other) noexcept {
+  if (this != &other) {
+    HeldLock old(std::move(*this));  // released by its destructor
+    lease_ = std::move(other.lease_);
+  }
+  return *this;
+}
+
+HeldLock::~HeldLock() {
+  if (!lease_ || lease_->released.load()) return;
+  // Dropped while held: stop renewing and release, without blocking the caller.
+  post_via(lease_->link, [lease = lease_](Client::Impl& impl) {
+    impl.coordinator_.release_lease(lease, [](ReleaseResult) {});
+  });
+}
+
+bool HeldLock::held() const noexcept { return lease_ && !lease_->released.load(); }
+
+bool HeldLock::valid() const noexcept {
+  return held() && !lease_->lost() && Clock::now() < lease_->valid_until();
+}
+
+Clock::time_point HeldLock::valid_until() const noexcept {
+  return lease_ ? lease_->valid_until() : Clock::time_point{};
+}
+
+LostFlag HeldLock::lost_flag() const { return LostFlag(lease_); }
+
+const std::vector<std::string>& HeldLock::resources() const {
+  static const std::vector<std::string> none;
+  return lease_ ? lease_->resources : none;
+}
+
+const std::string& HeldLock::token() const {
+  static const std::string none;
+  return lease_ ? lease_->token : none;
+}
+
+ReleaseResult HeldLock::release() {
+  ReleaseResult r;
+  if (!held()) {
+    r.error = make_error_code(Errc::not_held);
+    r.detail = lease_ ? "already released" : "nothing is held";
+    return r;
+  }
+  auto lease = lease_;
+  auto promise = std::make_shared<std::promise<ReleaseResult>>();
+  auto future = promise->get_future();
+  bool posted = post_via(lease->link, [lease, promise](Client::Impl& impl) {
+    impl.coordinator_.release_lease(
+        lease, [promise](ReleaseResult rr) { promise->set_value(std::move(rr)); });
+  });
+  if (!posted) {
+    lease->released = true;
+    r.error = make_error_code(Errc::shutting_down);
+    r.detail = "the client is gone; the lock expires with its ttl";
+    return r;
+  }
+  auto link = lease->link.lock();
+  bool loop_thread = false;
+  if (link) {
+    std::lock_guard<std::mutex> g(link->mutex);
+    loop_thread = link->impl != nullptr && link->impl->loop_.in_loop_thread();
+  }
+  if (loop_thread) {
+    // Called from a callback: the release runs as soon as this callback returns.
+    r.error = make_error_code(Errc::would_deadlock);
+    r.detail = "release started asynchronously: a blocking call was made on the loop thread";
+    return r;
+  }
+  return future.get();
+}
+
+}  // namespace redlock
