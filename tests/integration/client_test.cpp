@@ -238,6 +238,9 @@ TEST_F(FiveNodes, MultiResourceLockIsAllOrNothingPerNode) {
   EXPECT_TRUE(
       test::eventually([&] { return cluster.count_holding("redlock:right", r.lock.token) == 5u; }));
   ASSERT_TRUE(client.release(r.lock));
+  ASSERT_TRUE(test::eventually([&] {
+    return cluster.count_existing("redlock:left") + cluster.count_existing("redlock:right") == 0;
+  }));
 
   // One of the two resources is taken everywhere: nothing is acquired, nothing is left.
   Client other(config_for(cluster));

@@ -173,8 +173,10 @@ TEST(Unreachable, ClosedPortsFailFastWithTheCause) {
   auto r = client.acquire("x", 1000ms, 300ms);
   EXPECT_EQ(r.error, Errc::no_quorum) << r.message();
   EXPECT_LT(Clock::now() - start, 2s);
+  EXPECT_GE(r.votes.failed(), 2u);
   for (const auto& v : r.votes.nodes) {
-    EXPECT_EQ(v.vote, Vote::failed);
+    EXPECT_NE(v.vote, Vote::yes);
+    if (v.vote != Vote::failed) continue;  // the verdict may come before the last node's
     EXPECT_TRUE(v.error == Errc::connect_failed || v.error == Errc::not_connected ||
                 v.error == Errc::connection_lost)
         << v.error.message() << " " << v.detail;

@@ -243,9 +243,7 @@ std::size_t RedisCluster::count_existing(const std::string& key) const {
   return n;
 }
 
-ProcessResult run_process(const std::vector<std::string>& argv,
-                          const std::vector<std::string>& env_extra,
-                          std::chrono::milliseconds limit) {
+Process::Process(const std::vector<std::string>& argv, const std::vector<std::string>& env_extra) {
   int out_pipe[2], err_pipe[2];
   if (::pipe(out_pipe) != 0 || ::pipe(err_pipe) != 0) throw std::runtime_error("pipe failed");
   std::vector<std::string> env_strings;
@@ -258,9 +256,9 @@ ProcessResult run_process(const std::vector<std::string>& argv,
   for (auto& a : argv_copy) args.push_back(a.data());
   args.push_back(nullptr);
 
-  pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error("fork failed");
-  if (pid == 0) {
+  pid_ = ::fork();
+  if (pid_ < 0) throw std::runtime_error("fork failed");
+  if (pid_ == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     ::dup2(out_pipe[1], 1);
     ::dup2(err_pipe[1], 2);
@@ -273,8 +271,26 @@ ProcessResult run_process(const std::vector<std::string>& argv,
   }
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);
+  out_ = out_pipe[0];
+  err_ = err_pipe[0];
+}
+
+Process::~Process() {
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  if (out_ >= 0) ::close(out_);
+  if (err_ >= 0) ::close(err_);
+}
+
+void Process::signal(int sig) const {
+  if (pid_ > 0) ::kill(pid_, sig);
+}
+
+ProcessResult Process::wait(std::chrono::milliseconds limit) {
   ProcessResult result;
-  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+  pollfd fds[2] = {{out_, POLLIN, 0}, {err_, POLLIN, 0}};
   std::string* sinks[2] = {&result.out, &result.err};
   int open_fds = 2;
   auto end = Clock::now() + limit;
@@ -282,7 +298,7 @@ ProcessResult run_process(const std::vector<std::string>& argv,
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now());
     if (left.count() <= 0) {
       result.timed_out = true;
-      ::kill(pid, SIGKILL);
+      ::kill(pid_, SIGKILL);
       break;
     }
     if (::poll(fds, 2, static_cast<int>(left.count())) < 0 && errno != EINTR) break;
@@ -293,18 +309,23 @@ ProcessResult run_process(const std::vector<std::string>& argv,
       if (n > 0) {
         sinks[i]->append(buf, static_cast<std::size_t>(n));
       } else {
-        ::close(fds[i].fd);
         fds[i].fd = -1;
         --open_fds;
       }
     }
   }
-  for (auto& f : fds)
-    if (f.fd >= 0) ::close(f.fd);
   int status = 0;
-  ::waitpid(pid, &status, 0);
+  ::waitpid(pid_, &status, 0);
+  pid_ = -1;
   if (!result.timed_out && WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
   return result;
+}
+
+ProcessResult run_process(const std::vector<std::string>& argv,
+                          const std::vector<std::string>& env_extra,
+                          std::chrono::milliseconds limit) {
+  Process p(argv, env_extra);
+  return p.wait(limit);
 }
 
 }  // namespace redlock::test

@@ -90,6 +90,25 @@ struct ProcessResult {
   std::string err;
 };
 
+// A child process with its stdout and stderr captured; killed (SIGKILL) if still running when
+// destroyed.
+class Process {
+ public:
+  Process(const std::vector<std::string>& argv, const std::vector<std::string>& env_extra = {});
+  ~Process();
+  Process(const Process&) = delete;
+  Process& operator=(const Process&) = delete;
+  pid_t pid() const { return pid_; }
+  void signal(int sig) const;
+  // Reads its output until it exits, up to `limit` (then SIGKILL, timed_out).
+  ProcessResult wait(std::chrono::milliseconds limit = std::chrono::seconds(20));
+
+ private:
+  pid_t pid_ = -1;
+  int out_ = -1;
+  int err_ = -1;
+};
+
 // Runs argv[0] with `env_extra` added to the environment; kills it after `limit`.
 ProcessResult run_process(const std::vector<std::string>& argv,
                           const std::vector<std::string>& env_extra = {},

@@ -1,14 +1,21 @@
 // redlock: the command-line face of redlock-cpp, for shell scripts and operators.
 //
 // Exit codes (a stable contract): 0 success; 1 not acquired / not held; 2 usage or
-// configuration error; 3 no quorum of nodes reachable. Only the token (acquire) and the status
+// configuration error; 3 no quorum of nodes reachable; 4 lock lost while `run`'s command ran
+// (otherwise `run` exits with its command's status). Only the token (acquire) and the status
 // table go to stdout; every diagnostic goes to stderr.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <CLI/CLI.hpp>
 
+#include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "redlock/redlock.hpp"
 
@@ -17,7 +24,7 @@ namespace {
 using redlock::Errc;
 using redlock::Milliseconds;
 
-enum Exit { kOk = 0, kNotHeld = 1, kUsage = 2, kNoQuorum = 3 };
+enum Exit { kOk = 0, kNotHeld = 1, kUsage = 2, kNoQuorum = 3, kLost = 4 };
 
 struct Globals {
   std::string nodes;
@@ -103,6 +110,105 @@ int do_release(const Globals& g, redlock::Client& client, const std::string& key
   return kOk;
 }
 
+struct RunOptions {
+  std::optional<long> wait_ms;
+  std::optional<int> conflict_exit_code;
+  long kill_after_ms = 5000;
+  std::vector<std::string> command;
+};
+
+// Signals `run` handles in its main thread; blocked in every thread (set before the client's
+// loop thread starts, which inherits the mask) and unblocked in the child.
+sigset_t run_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD, SIGUSR1}) sigaddset(&set, sig);
+  return set;
+}
+
+long long unix_ms_of(redlock::Clock::time_point t) {
+  auto left = t - redlock::Clock::now();
+  auto at = std::chrono::system_clock::now() + left;
+  return std::chrono::duration_cast<std::chrono::milliseconds>(at.time_since_epoch()).count();
+}
+
+int exit_status_of(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return kNoQuorum;
+}
+
+// Like flock(1) / `etcdctl lock`: acquire (waiting up to --wait), run the command while the
+// lock is renewed, release when it exits. A lost lock terminates the command (exit 4).
+int do_run(const Globals& g, redlock::Client& client, const std::string& key, const RunOptions& o) {
+  redlock::AcquireRequest req({key});  // no ttl: the watchdog lease (--ttl), renewed
+  if (o.wait_ms) req.wait = redlock::Milliseconds(*o.wait_ms);
+  auto held = client.hold(std::move(req), [](std::error_code) { ::kill(::getpid(), SIGUSR1); });
+  if (!held) {
+    int code = fail(held, "not acquired '" + key + "'");
+    if (held.error == Errc::not_acquired && o.conflict_exit_code) code = *o.conflict_exit_code;
+    return code;
+  }
+  auto& lock = held.lock;
+  diag(g, "acquired '" + key + "', lease " +
+              std::to_string(client.config().watchdog_lease.count()) +
+              " ms renewed while the command runs; votes " + held.votes.to_string());
+
+  sigset_t signals = run_signals();
+  pid_t child = ::fork();
+  if (child < 0) {
+    std::cerr << "redlock: fork failed: " << std::strerror(errno) << '\n';
+    (void)lock.release();
+    return kNoQuorum;
+  }
+  if (child == 0) {
+    ::setenv("REDLOCK_TOKEN", lock.token().c_str(), 1);
+    ::setenv("REDLOCK_RESOURCE", key.c_str(), 1);
+    ::setenv("REDLOCK_KEY", client.key_of(key).c_str(), 1);
+    ::setenv("REDLOCK_LEASE_MS", std::to_string(client.config().watchdog_lease.count()).c_str(), 1);
+    ::setenv("REDLOCK_VALID_UNTIL_MS", std::to_string(unix_ms_of(lock.valid_until())).c_str(), 1);
+    ::sigprocmask(SIG_UNBLOCK, &signals, nullptr);
+    std::vector<char*> argv;
+    for (const auto& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execvp(argv[0], argv.data());
+    std::fprintf(stderr, "redlock: cannot run '%s': %s\n", argv[0], std::strerror(errno));
+    ::_exit(errno == ENOENT ? 127 : 126);
+  }
+
+  bool lost = false;
+  int status = 0;
+  auto kill_at = std::chrono::steady_clock::time_point::max();
+  for (;;) {
+    timespec tick{0, 50'000'000};
+    siginfo_t info{};
+    int sig = ::sigtimedwait(&signals, &info, &tick);
+    if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT) {
+      // A signal from the terminal already reached the child through the process group; one
+      // sent to us alone (kill, a supervisor) is passed on.
+      if (info.si_code == SI_USER || info.si_code == SI_QUEUE) ::kill(child, sig);
+    }
+    if (!lost && (sig == SIGUSR1 || !lock.valid())) {
+      lost = true;
+      std::cerr << "redlock: lock on '" << key << "' lost (" << lock.lost_flag().reason().message()
+                << "): terminating the command\n";
+      ::kill(child, SIGTERM);
+      kill_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(o.kill_after_ms);
+    }
+    if (std::chrono::steady_clock::now() >= kill_at) {
+      ::kill(child, SIGKILL);
+      kill_at = std::chrono::steady_clock::time_point::max();
+    }
+    if (::waitpid(child, &status, WNOHANG) == child) break;
+  }
+  auto r = lock.release();
+  if (r)
+    diag(g, "released '" + key + "'; votes " + r.votes.to_string());
+  else if (!lost)
+    diag(g, "release of '" + key + "': " + r.message());
+  return lost ? kLost : exit_status_of(status);
+}
+
 int do_status(redlock::Client& client) {
   auto rows = client.status();
   std::size_t up = 0;
@@ -161,6 +267,16 @@ int main(int argc, char** argv) {
   release->add_option("KEY", key, "resource name")->required();
   release->add_option("TOKEN", token, "token printed by acquire")->required();
   auto* status = app.add_subcommand("status", "reachability, round trip and version per node");
+  RunOptions run_options;
+  auto* run = app.add_subcommand("run", "run a command while holding KEY (renewed), like flock(1)");
+  run->add_option("KEY", key, "resource name")->required();
+  run->add_option("--wait", run_options.wait_ms, "wait this many ms for the lock (default 0)");
+  run->add_option("--conflict-exit-code", run_options.conflict_exit_code,
+                  "exit code when the lock is held by another (default 1)");
+  run->add_option("--kill-after", run_options.kill_after_ms,
+                  "after a lost lock, SIGKILL the command this many ms after SIGTERM (5000)");
+  run->add_option("COMMAND", run_options.command, "the command and its arguments, after --")
+      ->required();
 
   try {
     app.parse(argc, argv);
@@ -173,8 +289,16 @@ int main(int argc, char** argv) {
     return kUsage;
   }
 
+  if (run->parsed()) {
+    if (!run_options.wait_ms) run_options.wait_ms = 0;
+    sigset_t signals = run_signals();
+    ::pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // before the loop thread exists
+  }
   try {
-    redlock::Client client(make_config(g));
+    auto config = make_config(g);
+    if (g.ttl_ms) config.watchdog_lease = redlock::Milliseconds(*g.ttl_ms);
+    redlock::Client client(config);
+    if (run->parsed()) return do_run(g, client, key, run_options);
     if (acquire->parsed()) return do_acquire(g, client, key, wait_ms);
     if (extend->parsed()) return do_extend(g, client, key, token);
     if (release->parsed()) return do_release(g, client, key, token);
