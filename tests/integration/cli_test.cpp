@@ -1,12 +1,17 @@
 // The `redlock` tool's contract: stdout, stderr and exit codes.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
 #include <regex>
+#include <thread>
 
 #include "redis_server.hpp"
 
 namespace redlock::test {
 namespace {
+
+using namespace std::chrono_literals;
 
 ProcessResult cli(std::vector<std::string> args, std::vector<std::string> env = {}) {
   args.insert(args.begin(), REDLOCK_CLI_PATH);
@@ -113,6 +118,65 @@ TEST_F(Cli, StatusPrintsOneRowPerNode) {
     EXPECT_NE(line.find(" up "), std::string::npos) << line;
     EXPECT_TRUE(std::regex_search(line, std::regex("[0-9]+\\.[0-9]+\\.[0-9]+"))) << line;
   }
+}
+
+TEST_F(Cli, RunGivesTheCommandTheLockAndItsExitStatus) {
+  // The child prints what it was given, then what a quorum of nodes holds for its key.
+  std::string script =
+      "echo \"$REDLOCK_TOKEN $REDLOCK_RESOURCE $REDLOCK_KEY $REDLOCK_VALID_UNTIL_MS\"";
+  for (std::size_t i = 0; i < cluster.size(); ++i)
+    script += "; redis-cli -p " + std::to_string(cluster[i].port()) + " GET \"$REDLOCK_KEY\"";
+  script += "; exit 7";
+  auto r = cli({"--nodes", nodes, "--ttl", "2000", "run", "job", "--", "sh", "-c", script});
+  EXPECT_EQ(r.exit_code, 7) << r.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex("^([0-9a-f]{32}) job redlock:job ([0-9]+)\n")))
+      << r.out;
+  std::string token = m[1];
+  std::size_t holding = 0;
+  for (std::size_t pos = 0; (pos = r.out.find(token + "\n", pos + 1)) != std::string::npos;)
+    ++holding;
+  EXPECT_GE(holding, 2u) << "a quorum held the child's token while it ran:\n" << r.out;
+  EXPECT_EQ(cluster.count_existing("redlock:job"), 0u) << "released when the command exited";
+}
+
+TEST_F(Cli, RunWhenTheLockIsTakenExitsOneOrTheConflictCode) {
+  auto held = cli({"--nodes", nodes, "--ttl", "30000", "acquire", "busy"});
+  ASSERT_EQ(held.exit_code, 0);
+  auto r = cli({"--nodes", nodes, "run", "busy", "--", "echo", "ran"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(r.out.empty()) << "the command did not run";
+  auto c = cli({"--nodes", nodes, "run", "busy", "--conflict-exit-code", "75", "--", "echo", "x"});
+  EXPECT_EQ(c.exit_code, 75);
+  auto missing = cli({"--nodes", nodes, "run", "free", "--", "/nonexistent/command"});
+  EXPECT_EQ(missing.exit_code, 127) << missing.err;
+}
+
+TEST_F(Cli, RunPassesSignalsToTheCommandAndReleases) {
+  Process p({REDLOCK_CLI_PATH, "--nodes", nodes, "run", "sig", "--", "sh", "-c",
+             "trap 'echo got-term; exit 42' TERM; echo started; while :; do sleep 0.05; done"});
+  ASSERT_TRUE(eventually([&] { return cluster.count_existing("redlock:sig") >= 2; }, 5s));
+  std::this_thread::sleep_for(200ms);  // let the shell install its trap
+  p.signal(SIGTERM);
+  auto r = p.wait(10s);
+  EXPECT_EQ(r.exit_code, 42) << r.err;
+  EXPECT_NE(r.out.find("got-term"), std::string::npos) << r.out;
+  EXPECT_EQ(cluster.count_existing("redlock:sig"), 0u) << "released after the command ended";
+}
+
+TEST_F(Cli, RunTerminatesTheCommandWhenTheLockIsLost) {
+  Process p({REDLOCK_CLI_PATH, "--nodes", nodes, "--ttl", "1000", "--request-timeout", "100", "run",
+             "fragile", "--kill-after", "300", "--", "sh", "-c",
+             "trap 'echo ignoring-term' TERM; while :; do sleep 0.05; done"});
+  ASSERT_TRUE(eventually([&] { return cluster.count_existing("redlock:fragile") >= 2; }, 5s));
+  auto start = std::chrono::steady_clock::now();
+  cluster[0].kill9();
+  cluster[1].kill9();
+  auto r = p.wait(10s);
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  EXPECT_NE(r.out.find("ignoring-term"), std::string::npos) << "SIGTERM first: " << r.out;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 3s) << "then SIGKILL after the grace";
+  EXPECT_NE(r.err.find("lost"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -184,12 +184,14 @@ TEST(Waiting, ThousandWaitersShareOneSubscriberConnectionPerNode) {
   RedisCluster cluster(3);
   auto c = lease_config(cluster, 5000ms);
   c.retry_delay = 60s;
-  Client holder(c), waiter(c);
-  auto held = holder.try_acquire("hot", 60s);
-  ASSERT_TRUE(held);
+  // Declared before the clients: destroying `waiter` completes the remaining waits
+  // (shutting_down), and their callbacks write here.
   std::mutex m;
   std::vector<AcquireResult> results;
   std::atomic<int> done{0};
+  Client holder(c), waiter(c);
+  auto held = holder.try_acquire("hot", 60s);
+  ASSERT_TRUE(held);
   const int waiters = 1000;
   for (int i = 0; i < waiters; ++i) {
     // Half on the hot resource, half on resources of their own that someone else holds.
@@ -215,9 +217,11 @@ TEST(Waiting, ThousandWaitersShareOneSubscriberConnectionPerNode) {
   EXPECT_TRUE(eventually([&] { return done.load() >= 1; }, 3s)) << "one hot waiter won";
   std::this_thread::sleep_for(200ms);
   EXPECT_EQ(done.load(), 1) << "the others keep waiting: the lock is held again";
-  std::lock_guard<std::mutex> g(m);
-  ASSERT_FALSE(results.empty());
-  EXPECT_TRUE(results[0]) << results[0].message();
+  {
+    std::lock_guard<std::mutex> g(m);
+    ASSERT_FALSE(results.empty());
+    EXPECT_TRUE(results[0]) << results[0].message();
+  }
 }
 
 TEST(Waiting, CancelEndsAWaitAtOnce) {
