@@ -7,6 +7,7 @@
 
 #include "redis_server.hpp"
 #include "redlock/redlock.hpp"
+#include "test_config.hpp"
 
 namespace redlock {
 namespace {
@@ -15,11 +16,9 @@ using namespace std::chrono_literals;
 using test::RedisCluster;
 
 Config config_for(const RedisCluster& cluster, Milliseconds request_timeout = 500ms) {
-  Config c = Config::from_node_list(cluster.node_list());
+  Config c = test::fast_config(cluster);
   c.request_timeout = request_timeout;
   c.connect_timeout = 1000ms;
-  c.retry_delay = 20ms;
-  c.retry_jitter = 20ms;
   return c;
 }
 

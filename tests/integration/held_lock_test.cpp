@@ -9,6 +9,7 @@
 
 #include "redis_server.hpp"
 #include "redlock/redlock.hpp"
+#include "test_config.hpp"
 
 namespace redlock {
 namespace {
@@ -18,14 +19,9 @@ using test::eventually;
 using test::RedisCluster;
 
 Config lease_config(const RedisCluster& cluster, Milliseconds lease) {
-  Config c = Config::from_node_list(cluster.node_list());
+  Config c = test::fast_config(cluster);
   c.watchdog_lease = lease;
   c.request_timeout = 100ms;
-  c.connect_timeout = 500ms;
-  c.retry_delay = 20ms;
-  c.retry_jitter = 10ms;
-  c.reconnect_min = 20ms;
-  c.reconnect_max = 100ms;
   return c;
 }
 

@@ -8,6 +8,7 @@
 
 #include "redis_server.hpp"
 #include "redlock/redlock.hpp"
+#include "test_config.hpp"
 
 namespace redlock {
 namespace {
@@ -17,11 +18,9 @@ using test::eventually;
 using test::RedisCluster;
 
 Config mutex_config(const RedisCluster& cluster) {
-  Config c = Config::from_node_list(cluster.node_list());
+  Config c = test::fast_config(cluster);
   c.watchdog_lease = 2000ms;
-  c.request_timeout = 200ms;
   c.retry_delay = 50ms;
-  c.retry_jitter = 20ms;
   return c;
 }
 

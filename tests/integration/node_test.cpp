@@ -5,6 +5,7 @@
 
 #include "redis_server.hpp"
 #include "redlock/redlock.hpp"
+#include "test_config.hpp"
 
 namespace redlock {
 namespace {
@@ -12,16 +13,7 @@ namespace {
 using namespace std::chrono_literals;
 using test::RedisCluster;
 
-Config fast_config(const RedisCluster& cluster) {
-  Config c = Config::from_node_list(cluster.node_list());
-  c.request_timeout = 200ms;
-  c.connect_timeout = 500ms;
-  c.reconnect_min = 20ms;
-  c.reconnect_max = 100ms;
-  c.retry_delay = 20ms;
-  c.retry_jitter = 10ms;
-  return c;
-}
+using test::fast_config;
 
 TEST(Node, ReconnectsAfterARestart) {
   RedisCluster cluster(3);
