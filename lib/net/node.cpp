@@ -133,7 +133,9 @@ Node::Node(uv_loop_t* loop, std::size_t index, NodeAddress address, const Config
   uv_timer_init(loop_, &request_timer_);
   uv_timer_init(loop_, &connect_timer_);
   uv_timer_init(loop_, &reconnect_timer_);
+  uv_prepare_init(loop_, &flush_);
   request_timer_.data = connect_timer_.data = reconnect_timer_.data = this;
+  flush_.data = this;
   if (!address_.password.empty()) {
     auth_.args = {"AUTH"};
     if (!address_.user.empty()) auth_.args.push_back(address_.user);
@@ -308,6 +310,14 @@ void Node::connection_gone(std::error_code reason, std::string detail, bool was_
                  static_cast<std::uint64_t>(delay.count()), 0);
 }
 
+void Node::on_flush(uv_prepare_t* prepare) {
+  auto* self = static_cast<Node*>(prepare->data);
+  uv_prepare_stop(prepare);
+  // A libuv callback, not inside hiredis: a write error may free the context safely here.
+  if (self->current_ != nullptr && self->current_->connected)
+    redisAsyncHandleWrite(self->current_->ac);
+}
+
 void Node::on_reconnect_timer(uv_timer_t* timer) {
   auto* self = static_cast<Node*>(timer->data);
   if (self->state_ == State::backoff) self->connect();
@@ -354,6 +364,7 @@ std::error_code Node::send(const Command& command, ReplySink* sink) {
   if (!issue(*current_, p)) return make_error_code(Errc::connection_lost);
   current_->pending.push_back(p);
   arm_request_timer(p.deadline_ms);
+  if (current_->connected) uv_prepare_start(&flush_, &Node::on_flush);
   return {};
 }
 
@@ -509,6 +520,7 @@ void Node::shutdown() {
   uv_close(reinterpret_cast<uv_handle_t*>(&request_timer_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&connect_timer_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&reconnect_timer_), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&flush_), nullptr);
 }
 
 }  // namespace redlock::detail

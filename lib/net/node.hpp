@@ -132,6 +132,7 @@ class Node {
   static void on_request_timer(uv_timer_t* timer);
   static void on_connect_timer(uv_timer_t* timer);
   static void on_reconnect_timer(uv_timer_t* timer);
+  static void on_flush(uv_prepare_t* prepare);
 
   void connect();
   bool issue(Conn& conn, const Pending& pending);
@@ -168,6 +169,10 @@ class Node {
   uv_timer_t request_timer_{};
   uv_timer_t connect_timer_{};
   uv_timer_t reconnect_timer_{};
+  // Runs once at the end of a loop turn in which commands were queued, and writes them all in
+  // one go: without it hiredis waits for the next poll to report the socket writable, a whole
+  // extra loop iteration per request.
+  uv_prepare_t flush_{};
 };
 
 }  // namespace redlock::detail
