@@ -4,6 +4,9 @@
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 
+#include <arpa/inet.h>
+
+#include <algorithm>
 #include <array>
 #include <cassert>
 #include <charconv>
@@ -142,6 +145,10 @@ Node::Node(uv_loop_t* loop, std::size_t index, NodeAddress address, const Config
     auth_.args.push_back(address_.password);
   }
   if (address_.db != 0) select_.args = {"SELECT", std::to_string(address_.db)};
+  unsigned char buf[sizeof(in6_addr)];
+  numeric_host_ = inet_pton(AF_INET, address_.host.c_str(), buf) == 1 ||
+                  inet_pton(AF_INET6, address_.host.c_str(), buf) == 1;
+  resolve_.data = this;
   last_error_ = make_error_code(Errc::not_connected);
   last_error_detail_ = "not connected yet";
 }
@@ -173,7 +180,62 @@ void Node::sweep() {
 
 void Node::connect() {
   sweep();
-  redisAsyncContext* ac = redisAsyncConnect(address_.host.c_str(), address_.port);
+  if (numeric_host_) {
+    connect_to(address_.host);
+    return;
+  }
+  if (next_address_ < resolved_.size()) {
+    connect_to(resolved_[next_address_]);
+    return;
+  }
+  // hiredis would resolve the name with a blocking getaddrinfo on the loop thread.
+  state_ = State::connecting;
+  auto timeout = static_cast<std::uint64_t>(config_.connect_timeout.count());
+  if (resolving_) {  // an earlier lookup is still running: its answer continues from here
+    uv_timer_start(&connect_timer_, &Node::on_connect_timer, timeout, 0);
+    return;
+  }
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  if (uv_getaddrinfo(loop_, &resolve_, &Node::on_resolved, address_.host.c_str(), nullptr,
+                     &hints) == 0) {
+    resolving_ = true;
+    uv_timer_start(&connect_timer_, &Node::on_connect_timer, timeout, 0);
+  } else {
+    connection_gone(make_error_code(Errc::connect_failed), "cannot resolve " + address_.host,
+                    false);
+  }
+}
+
+void Node::on_resolved(uv_getaddrinfo_t* req, int status, addrinfo* res) {
+  auto* self = static_cast<Node*>(req->data);
+  self->resolving_ = false;
+  std::vector<std::string> addresses;
+  for (addrinfo* a = status == 0 ? res : nullptr; a != nullptr; a = a->ai_next) {
+    char text[INET6_ADDRSTRLEN] = {0};
+    if (uv_ip_name(a->ai_addr, text, sizeof text) != 0) continue;
+    if (std::find(addresses.begin(), addresses.end(), text) == addresses.end())
+      addresses.emplace_back(text);
+  }
+  if (res != nullptr) uv_freeaddrinfo(res);
+  if (self->state_ == State::shut_down || status == UV_ECANCELED) return;
+  // Gave up waiting for it (back-off under way), or already connected some other way.
+  if (self->state_ != State::connecting || self->current_ != nullptr) return;
+  if (addresses.empty()) {
+    self->connection_gone(make_error_code(Errc::connect_failed),
+                          "cannot resolve " + self->address_.host + ": " +
+                              (status != 0 ? uv_strerror(status) : "no address"),
+                          false);
+    return;
+  }
+  self->resolved_ = std::move(addresses);
+  self->next_address_ = 0;
+  self->connect_to(self->resolved_[0]);
+}
+
+void Node::connect_to(const std::string& ip) {
+  redisAsyncContext* ac = redisAsyncConnect(ip.c_str(), address_.port);
   if (ac == nullptr) {
     connection_gone(make_error_code(Errc::connect_failed), "out of memory", false);
     return;
@@ -299,9 +361,13 @@ void Node::connection_gone(std::error_code reason, std::string detail, bool was_
   uv_timer_stop(&connect_timer_);
   if (state_ == State::shut_down) return;
   state_ = State::backoff;
-  // A connection that worked is replaced at once; failed connects back off exponentially.
+  // A connection that worked is replaced at once; so is a failed connect to one address of a
+  // name that has more. Otherwise failed connects back off exponentially.
   Milliseconds delay{0};
-  if (!was_ready) {
+  bool another_address = !was_ready && ++next_address_ < resolved_.size();
+  if (!was_ready && !another_address) {
+    resolved_.clear();  // every address was tried: resolve the name again next time
+    next_address_ = 0;
     delay = reconnect_backoff(failures_, config_.reconnect_min, config_.reconnect_max, rng_());
     ++failures_;
   }
@@ -325,6 +391,14 @@ void Node::on_reconnect_timer(uv_timer_t* timer) {
 
 void Node::on_connect_timer(uv_timer_t* timer) {
   auto* self = static_cast<Node*>(timer->data);
+  if (self->resolving_ && self->current_ == nullptr) {
+    uv_cancel(reinterpret_cast<uv_req_t*>(&self->resolve_));
+    self->connection_gone(make_error_code(Errc::connect_timeout),
+                          "resolving " + self->address_.host + " took longer than " +
+                              ms_text(self->config_.connect_timeout),
+                          false);
+    return;
+  }
   if (self->current_ == nullptr || self->current_->connected) return;
   self->close_current(make_error_code(Errc::connect_timeout),
                       "no connection within " + ms_text(self->config_.connect_timeout));
@@ -507,6 +581,7 @@ void Node::handle_reply(Conn& conn, const redisReply* reply) {
 void Node::shutdown() {
   if (state_ == State::shut_down) return;
   state_ = State::shut_down;
+  if (resolving_) uv_cancel(reinterpret_cast<uv_req_t*>(&resolve_));
   uv_timer_stop(&request_timer_);
   uv_timer_stop(&connect_timer_);
   uv_timer_stop(&reconnect_timer_);

@@ -135,6 +135,9 @@ class Node {
   static void on_flush(uv_prepare_t* prepare);
 
   void connect();
+  // Connects to a numeric address; names are resolved first, off the loop (uv_getaddrinfo).
+  void connect_to(const std::string& ip);
+  static void on_resolved(uv_getaddrinfo_t* req, int status, addrinfo* res);
   bool issue(Conn& conn, const Pending& pending);
   void handle_reply(Conn& conn, const redisReply* reply);
   void check_timeouts();
@@ -173,6 +176,11 @@ class Node {
   // one go: without it hiredis waits for the next poll to report the socket writable, a whole
   // extra loop iteration per request.
   uv_prepare_t flush_{};
+  uv_getaddrinfo_t resolve_{};
+  bool resolving_ = false;
+  bool numeric_host_ = false;
+  std::vector<std::string> resolved_;  // addresses of a host name, tried in turn
+  std::size_t next_address_ = 0;
 };
 
 }  // namespace redlock::detail

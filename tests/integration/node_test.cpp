@@ -74,6 +74,26 @@ TEST(Node, TimedOutRequestIsReportedAsSuch) {
   EXPECT_EQ(r.votes.nodes[1].error, Errc::request_timeout) << r.message();
 }
 
+TEST(Node, HostNamesAreResolvedAndAnUnresolvableOneIsAFailedVote) {
+  RedisCluster cluster(3);
+  std::string list;
+  for (std::size_t i = 0; i < cluster.size(); ++i)
+    list += (i ? "," : "") + std::string("redis://localhost:") + std::to_string(cluster[i].port());
+  Config c = Config::from_node_list(list);
+  c.retry_delay = 20ms;
+  Client client(c);
+  auto r = client.acquire("named", 1000ms, 3000ms);
+  ASSERT_TRUE(r) << r.message();
+  EXPECT_TRUE(
+      test::eventually([&] { return cluster.count_holding("redlock:named", r.lock.token) == 3; }));
+  Config bad = Config::from_node_list("redis://no-such-host.invalid:6379");
+  bad.retry_delay = 10ms;
+  Client unresolvable(bad);
+  auto u = unresolvable.try_acquire("x", 1000ms);
+  EXPECT_EQ(u.error, Errc::no_quorum) << u.message();
+  EXPECT_EQ(u.votes.nodes[0].vote, Vote::failed) << u.message();
+}
+
 TEST(Node, StatusReportsEveryNode) {
   RedisCluster cluster(3);
   Client client(fast_config(cluster));
