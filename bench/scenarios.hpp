@@ -1,0 +1,55 @@
+// The benchmark scenarios of redlock_scenarios. Each prints one JSON line per measurement on
+// stdout, in the schema of shared/peerbench's node/bench.mjs where the scenario is shared.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace bench {
+
+struct Options {
+  std::vector<std::uint16_t> ports;          // the nodes
+  std::vector<std::uint16_t> delayed_ports;  // bad_minority: stand-ins for the last ones (proxies)
+  std::string impl = "redlock-cpp";
+  std::string label;
+  int ttl_ms = 10'000;
+  // uncontended latency
+  int iters = 2000;
+  int warmup = 200;
+  // throughput
+  int tput_workers = 64;
+  double tput_duration_s = 4;
+  // contention
+  int cont_workers = 8;
+  double cont_duration_s = 5;
+  int hold_us = 1000;
+  int cont_wait_ms = 2000;
+  std::vector<std::string> cont_modes{"rotate", "ffa"};
+  // bad minority
+  int faulty = 2;
+  // watchdog at scale
+  int held = 10'000;
+  int lease_ms = 3000;
+  double window_s = 6;
+};
+
+// Ours, through the public API only (lock_scenarios.cpp).
+void uncontended_latency(const Options& o);
+void throughput(const Options& o);
+void contention(const Options& o);
+void bad_minority(const Options& o);
+void watchdog_scale(const Options& o);
+
+// The floor: the same round trips by hand with hiredis, no lock library (floor.cpp).
+void floor_latency(const Options& o);
+void floor_throughput(const Options& o);
+
+// Servers this process has SIGSTOPped; resumed by resume_paused() on every exit path.
+void pause_server(pid_t pid);
+void resume_paused() noexcept;
+
+}  // namespace bench
