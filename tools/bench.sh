@@ -1,10 +1,19 @@
 #!/usr/bin/env bash
-# Builds and runs the benchmarks (bench/) against five local Redis masters they start.
+# The benchmark suite: installs what is missing, then runs bench/run.sh (builds, starts its own
+# local masters, runs the floor, node-redlock from ../shared/peerbench when present, and ours,
+# prints the Markdown table and writes the PNG chart). See docs/performance.md.
+#   bash tools/bench.sh [OUTDIR]            the whole suite, a few minutes
+#   bash tools/bench.sh --micro [ARGS...]   the Google Benchmark micro-benchmarks (redlock_bench)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source tools/deps.sh
-redlock_ensure_packages $REDLOCK_PACKAGES_BUILD $REDLOCK_PACKAGES_TEST
-cmake -S . -B build/bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DREDLOCK_BUILD_BENCH=ON \
-  -DREDLOCK_BUILD_EXAMPLES=OFF >/dev/null
-cmake --build build/bench --target redlock_bench -j "$(redlock_jobs)"
-exec build/bench/bench/redlock_bench "$@"
+redlock_ensure_packages $REDLOCK_PACKAGES_BUILD $REDLOCK_PACKAGES_TEST \
+  ${REDLOCK_PACKAGES_BENCH:-gnuplot-nox python3 iproute2}
+if [ "${1:-}" = "--micro" ]; then
+  shift
+  cmake -S . -B build/bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DREDLOCK_BUILD_BENCH=ON \
+    -DREDLOCK_BUILD_EXAMPLES=OFF >/dev/null
+  cmake --build build/bench --target redlock_bench -j "$(redlock_jobs)"
+  exec build/bench/bench/redlock_bench "$@"
+fi
+exec bash bench/run.sh "$@"

@@ -1,0 +1,367 @@
+#!/usr/bin/env python3
+"""report.py RAW.jsonl [--out DIR]: the Markdown table of one benchmark run, and the data files
+of its chart (DIR/*.tsv, drawn by bench/chart.gp).
+
+Every figure of ours (impl redlock-cpp) is given with its ratio to the floor of the same run
+(impl hiredis-floor: raw round trips with hiredis) and, when the peer ran, to node-redlock;
+peerbench's C fan-out probe (c-fanout) is shown beside the floor as a cross-check. Standard
+library only.
+"""
+import json
+import math
+import os
+import sys
+
+OURS, FLOOR, CFAN, NODE = "redlock-cpp", "hiredis-floor", "c-fanout", "node-redlock"
+
+
+def load(path):
+    recs = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if not line.startswith("{"):
+                continue
+            try:
+                recs.append(json.loads(line))
+            except json.JSONDecodeError:
+                pass
+    return recs
+
+
+def find(recs, impl, scenario, nodes=None, **fields):
+    for r in reversed(recs):
+        if r.get("impl") != impl or r.get("scenario") != scenario:
+            continue
+        if nodes is not None and r.get("nodes") != nodes:
+            continue
+        if impl == CFAN and (r.get("wait", "quorum") != "quorum" or r.get("spin")):
+            continue
+        if all(r.get(k) == v for k, v in fields.items()):
+            return r
+    return None
+
+
+def get(r, path):
+    for k in path.split("."):
+        if not isinstance(r, dict):
+            return None
+        r = r.get(k)
+    return r if isinstance(r, (int, float)) and not isinstance(r, bool) else None
+
+
+def div(a, b):
+    return a / b if a is not None and b not in (None, 0) else None
+
+
+def fmt(v, unit=""):
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "–"
+    if abs(v) >= 10000:
+        return f"{v / 1000:.1f}k{unit}" if abs(v) < 1e6 else f"{v / 1e6:.2f}M{unit}"
+    if abs(v) >= 100 or float(v).is_integer():
+        return f"{v:.0f}{unit}"
+    if abs(v) >= 10:
+        return f"{v:.1f}{unit}"
+    return f"{v:.2f}{unit}"
+
+
+def ratio(v):
+    return "–" if v is None else f"{v:.2f}×"
+
+
+def pct(v):
+    if v is None:
+        return "–"
+    return f"{100 * v:.0f} %" if abs(v) >= 0.1 else f"{100 * v:.1f} %"
+
+
+def table(header, rows):
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|"]
+    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(out)
+
+
+def verdict(ok):
+    return "–" if ok is None else ("met" if ok else "**missed**")
+
+
+def main():
+    args = sys.argv[1:]
+    out_dir = None
+    if "--out" in args:
+        i = args.index("--out")
+        out_dir = args[i + 1]
+        del args[i : i + 2]
+    if len(args) != 1:
+        print(__doc__, file=sys.stderr)
+        return 2
+    recs = load(args[0])
+    env = next((r for r in recs if r.get("impl") == "env"), {})
+    end = next((r for r in recs if r.get("impl") == "env_end"), {})
+    peers = bool(env.get("peers"))
+    md = []
+    w = md.append
+
+    w(f"Run of {env.get('date', '?')}, placement `{env.get('pin', '?')}` (servers on CPU "
+      f"{env.get('server_cpus', '?')}, clients on CPU {env.get('client_cpus', '?')}), "
+      f"{env.get('nproc', '?')} CPUs, redis {env.get('redis', '?')}, commit {env.get('commit', '?')}"
+      f"{' with local changes in lib/ or include/' if env.get('dirty') else ''}; machine CPU busy "
+      f"{end.get('machine_cpu_busy_fraction', '?')} over {end.get('elapsed_s', '?')} s of measurements.")
+    w("")
+    w(f"Floor: raw round trips with hiredis (`{FLOOR}`), no lock library"
+      + (f"; peerbench's C fan-out probe (`{CFAN}`) beside it." if peers else "."))
+    w(f"Peer: node-redlock v5 via peerbench." if peers else
+      f"Peer: none. {env.get('peer_note', 'peerbench not found')}.")
+    w("Latencies in µs; “× floor” and “× node” are ours divided by theirs, from this run.")
+    w("")
+
+    # ---------------------------------------------------------------- 1. uncontended latency
+    lat_ns = sorted({r["nodes"] for r in recs if r.get("scenario") == "uncontended_latency" and r.get("impl") == OURS})
+    header = ["N", "floor p50", "p99", "p999"]
+    if peers:
+        header += ["C fan-out p50", "p99"]
+    header += ["**ours p50**", "p99", "p999", "p50 × floor", "p99 × floor"]
+    if peers:
+        header += ["node-redlock p50", "p99", "p50 × node", "p99 × node"]
+    rows, lat_tsv = [], []
+    for n in lat_ns:
+        o, f_, c, nd = (find(recs, i, "uncontended_latency", n) for i in (OURS, FLOOR, CFAN, NODE))
+        row = [n, fmt(get(f_, "total_us.p50")), fmt(get(f_, "total_us.p99")), fmt(get(f_, "total_us.p999"))]
+        if peers:
+            row += [fmt(get(c, "total_us.p50")), fmt(get(c, "total_us.p99"))]
+        row += [f"**{fmt(get(o, 'total_us.p50'))}**", fmt(get(o, "total_us.p99")), fmt(get(o, "total_us.p999")),
+                ratio(div(get(o, "total_us.p50"), get(f_, "total_us.p50"))),
+                ratio(div(get(o, "total_us.p99"), get(f_, "total_us.p99")))]
+        if peers:
+            row += [fmt(get(nd, "total_us.p50")), fmt(get(nd, "total_us.p99")),
+                    ratio(div(get(o, "total_us.p50"), get(nd, "total_us.p50"))),
+                    ratio(div(get(o, "total_us.p99"), get(nd, "total_us.p99")))]
+        rows.append(row)
+        lat_tsv.append([n] + [get(x, k) for x in (f_, c, o, nd) for k in ("total_us.p50", "total_us.p99")])
+    w("### 1. Uncontended acquire+release (one caller, sequential)")
+    w("")
+    w(table(header, rows))
+    w("")
+    w(f"Ours: `try_acquire` + `release` of one key, {env.get('iters', '?')} cycles after "
+      f"{env.get('warmup', '?')} of warm-up; the floor: SET NX PX then EVALSHA compare-and-delete, "
+      "each done at the quorum. p999 of a few thousand samples is the few slowest cycles.")
+    w("")
+
+    # ---------------------------------------------------------------- 2. throughput
+    tput_ns = sorted({r["nodes"] for r in recs if r.get("scenario") == "throughput" and r.get("impl") == OURS})
+    header = ["N", "floor locks/s"]
+    if peers:
+        header += ["C fan-out"]
+    header += ["**ours locks/s**", "× floor"]
+    if peers:
+        header += ["node-redlock", "× node"]
+    header += ["ours client CPU µs/lock", "floor's", "× floor", "ours servers CPU µs/lock", "floor's"]
+    rows, tput_tsv = [], []
+    for n in tput_ns:
+        o, f_, c, nd = (find(recs, i, "throughput", n) for i in (OURS, FLOOR, CFAN, NODE))
+        row = [n, fmt(get(f_, "ops_per_s"))]
+        if peers:
+            row += [fmt(get(c, "ops_per_s"))]
+        row += [f"**{fmt(get(o, 'ops_per_s'))}**", ratio(div(get(o, "ops_per_s"), get(f_, "ops_per_s")))]
+        if peers:
+            row += [fmt(get(nd, "ops_per_s")), ratio(div(get(o, "ops_per_s"), get(nd, "ops_per_s")))]
+        row += [fmt(get(o, "client_cpu_us_per_lock")), fmt(get(f_, "client_cpu_us_per_lock")),
+                ratio(div(get(o, "client_cpu_us_per_lock"), get(f_, "client_cpu_us_per_lock"))),
+                fmt(get(o, "servers_cpu_us_per_lock")), fmt(get(f_, "servers_cpu_us_per_lock"))]
+        rows.append(row)
+        tput_tsv.append([n] + [get(x, "ops_per_s") for x in (f_, c, o, nd)])
+    w("### 2. Locks per second, 64 in flight on distinct keys")
+    w("")
+    w(table(header, rows))
+    w("")
+    w(f"Ours: 64 chains of `acquire_async` → `release_async` → next, {env.get('tput_duration_s', '?')} s "
+      "after 0.5 s of warm-up, one client. CPU per lock from getrusage (client) and /proc (servers).")
+    w("")
+
+    # ---------------------------------------------------------------- 3. contention
+    cont = [r for r in recs if r.get("scenario") == "contention" and r.get("impl") == OURS]
+    header = ["N", "mode", "**ours acq/s**"]
+    if peers:
+        header += ["node-redlock best acq/s", "× node best"]
+    header += ["gap p50", "gap p99", "held", "attempts/acq", "per worker min–max (mean)",
+               "not_acquired (while free)", "other errors"]
+    if peers:
+        header += ["node-redlock best: gap p50, held"]
+    rows, cont_tsv, cont_checks = [], [], []
+    for n in sorted({r["nodes"] for r in cont}):
+        for mode in ("rotate", "ffa"):
+            o = find(recs, OURS, "contention", n, mode=mode)
+            if not o:
+                continue
+            nodes_runs = [r for r in recs if r.get("impl") == NODE and r.get("scenario") == "contention"
+                          and r.get("nodes") == n and r.get("mode") == mode]
+            best = max(nodes_runs, key=lambda r: r.get("acq_per_s") or 0, default=None)
+            per = o.get("per_worker") or []
+            mean = sum(per) / len(per) if per else None
+            errs = sum((o.get("other_errors") or {}).values()) + (o.get("release_errors") or 0)
+            row = [n, mode, f"**{fmt(get(o, 'acq_per_s'))}**"]
+            if peers:
+                row += [f"{fmt(get(best, 'acq_per_s'))} ({best.get('setting')} {best.get('retryDelay')}±{best.get('retryJitter')} ms)" if best else "–",
+                        ratio(div(get(o, "acq_per_s"), get(best, "acq_per_s")))]
+            row += [fmt(get(o, "handoff_gap_us.p50")), fmt(get(o, "handoff_gap_us.p99")), pct(get(o, "lock_held_fraction")),
+                    fmt(get(o, "mean_attempts_per_acquire")),
+                    f"{o.get('per_worker_min')}–{o.get('per_worker_max')} ({fmt(mean)})",
+                    f"{o.get('retry_exhausted_errors')} ({o.get('not_acquired_while_free')})", errs]
+            if peers:
+                row += [f"{fmt(get(best, 'handoff_gap_us.p50'))} µs, {pct(get(best, 'lock_held_fraction'))}" if best else "–"]
+            rows.append(row)
+            cont_tsv.append([f"N={n} {mode}", get(o, "acq_per_s"), get(best, "acq_per_s")])
+            cont_checks.append((n, mode, o, best, mean))
+    w("### 3. Contention: 8 workers on one key, hold ~1 ms")
+    w("")
+    if rows:
+        w(table(header, rows))
+        w("")
+        w("Each worker has its own client (like 8 processes) and calls `acquire(key, 10 s, wait 2 s)`, "
+          "holds ~1 ms, releases. rotate: a releaser waits until another worker took the lock; ffa: it "
+          "competes again at once. gap = `release()` called → next `acquire()` returned; held = share "
+          "of the window the lock was held; not_acquired = waits that ended without the lock, in "
+          "brackets those that ended while the lock had been free for ≥ 2 ms. node-redlock polls "
+          "(default 200±100 ms, tuned 10±5 ms); its best setting is shown.")
+    else:
+        w("(not run)")
+    w("")
+
+    # ---------------------------------------------------------------- 4. bad minority
+    bad = {r.get("fault"): r for r in recs if r.get("scenario") == "bad_minority" and r.get("impl") == OURS}
+    healthy = bad.get("none")
+    rows, bad_tsv = [], []
+    labels = {"none": "healthy", "delay": f"2 behind a {env.get('delay_ms', 50)} ms delay (fault proxy)",
+              "paused": "2 SIGSTOPped"}
+    for fault in ("none", "delay", "paused"):
+        r = bad.get(fault)
+        if not r:
+            continue
+        rows.append([labels[fault], fmt(get(r, "total_us.p50")), fmt(get(r, "total_us.p99")), fmt(get(r, "total_us.p999")),
+                     ratio(div(get(r, "total_us.p50"), get(healthy, "total_us.p50"))),
+                     ratio(div(get(r, "total_us.p99"), get(healthy, "total_us.p99"))),
+                     (r.get("failed_acquires") or 0) + (r.get("failed_releases") or 0)])
+        bad_tsv.append([labels[fault].split(" (")[0], get(r, "total_us.p50"), get(r, "total_us.p99")])
+    w("### 4. A bad minority: 2 of 5 nodes paused or slow (uncontended acquire+release)")
+    w("")
+    if rows:
+        w(table(["N = 5", "p50", "p99", "p999", "p50 × healthy", "p99 × healthy", "failed"], rows))
+        if "delay" not in bad:
+            w("")
+            w("The delay case needs the chaos suite's fault proxy (`redlock-fault-proxy`); it was not built.")
+    else:
+        w("(not run)")
+    w("")
+
+    # ---------------------------------------------------------------- 5. watchdog
+    wd = find(recs, OURS, "watchdog_scale")
+    w("### 5. The watchdog at scale")
+    w("")
+    if wd:
+        req = wd.get("scripts_per_s_per_node") or []
+        cmds = wd.get("requests_per_s_per_node") or []
+        renew = get(wd, "lock_renewals_per_s")
+        per_req = div(renew, max(req) if req else None)
+        w(table(["held locks", "lease (renewed every)", "requests/s per node", "lock renewals per request",
+                 "Redis commands/s per node", "client CPU", "client CPU µs per renewal",
+                 "heap per held lock", "RSS per held lock", "lost"],
+                [[wd.get("held"), f"{wd.get('lease_ms')} ms ({fmt(get(wd, 'renew_every_ms'))} ms)",
+                  f"{fmt(min(req))}–{fmt(max(req))}" if req else "–", fmt(per_req),
+                  f"{fmt(min(cmds))}–{fmt(max(cmds))}" if cmds else "–", pct(get(wd, "client_cpu_util")),
+                  fmt(get(wd, "client_cpu_us_per_renewal")), fmt(get(wd, "heap_bytes_per_lock"), " B"),
+                  fmt(get(wd, "rss_bytes_per_lock"), " B"), wd.get("lost_during_window")]]))
+        w("")
+        w(f"`hold()` of {wd.get('held')} resources with `watchdog_lease` = {wd.get('lease_ms')} ms (renewal "
+          f"every lease/3; the default lease of 30 s renews 10× less often), then a {fmt(get(wd, 'window_s'))} s "
+          "window with nothing else running. Requests = scripts the client sent (INFO commandstats); "
+          "Redis commands include those run inside the scripts. Memory = growth of heap in use "
+          "(mallinfo2) and of RSS while the locks are held, divided by their number.")
+    else:
+        w("(not run)")
+    w("")
+
+    # ---------------------------------------------------------------- targets
+    o5 = find(recs, OURS, "uncontended_latency", 5)
+    f5 = find(recs, FLOOR, "uncontended_latency", 5)
+    t5, tf5, tn5 = (find(recs, i, "throughput", 5) for i in (OURS, FLOOR, NODE))
+    o3, o9 = find(recs, OURS, "uncontended_latency", 3), find(recs, OURS, "uncontended_latency", 9)
+
+    def le(a, b):
+        return None if a is None or b is None else a <= b
+
+    def ge(a, b):
+        return None if a is None or b is None else a >= b
+
+    targets = []
+
+    def t(name, measured, ok):
+        targets.append([name, measured, verdict(ok)])
+
+    r = div(get(o5, "total_us.p50"), get(f5, "total_us.p50"))
+    t("uncontended N=5: p50 ≤ 1.1× floor", ratio(r), le(r, 1.1))
+    r = div(get(o5, "total_us.p99"), get(f5, "total_us.p99"))
+    t("uncontended N=5: p99 ≤ 1.5× floor's p99", ratio(r), le(r, 1.5))
+    r = div(get(t5, "ops_per_s"), get(tf5, "ops_per_s"))
+    t("locks/s N=5: ≥ 0.8× floor", ratio(r), ge(r, 0.8))
+    r = div(get(t5, "ops_per_s"), get(tn5, "ops_per_s"))
+    t("locks/s N=5: ≥ 4× node-redlock", ratio(r) if peers else "no peer", ge(r, 4))
+    r = div(get(t5, "client_cpu_us_per_lock"), get(tf5, "client_cpu_us_per_lock"))
+    t("client CPU per lock N=5: ≤ 1.5× floor's", ratio(r), le(r, 1.5))
+    checks = {}  # name -> [(case, shown, ok)]
+    for n, mode, o, best, mean in cont_checks:
+        case = f"{n} {mode}"
+        gap = get(o, "handoff_gap_us.p50")
+        if peers:
+            checks.setdefault("acquisitions/s ≥ node-redlock's best setting", []).append(
+                (case, ratio(div(get(o, "acq_per_s"), get(best, "acq_per_s"))), ge(get(o, "acq_per_s"), get(best, "acq_per_s"))))
+        checks.setdefault("lock held ≥ 75 % of the time", []).append(
+            (case, pct(get(o, "lock_held_fraction")), ge(get(o, "lock_held_fraction"), 0.75)))
+        checks.setdefault("gap p50 < 300 µs", []).append((case, fmt(gap), None if gap is None else gap < 300))
+        checks.setdefault("no waiter starved (per-worker min ≥ half the mean)", []).append(
+            (case, f"{o.get('per_worker_min')}/{fmt(mean)}", ge(o.get("per_worker_min"), None if mean is None else mean / 2)))
+        checks.setdefault("no wait ends in not_acquired while the lock was free", []).append(
+            (case, str(o.get("not_acquired_while_free")), (o.get("not_acquired_while_free") or 0) == 0))
+    for name, cases in checks.items():
+        oks = [c[2] for c in cases]
+        ok = None if None in oks and False not in oks else False not in oks
+        t(f"contention N = 1, 3, 5 (rotate, ffa): {name}", ", ".join(f"{c[0]}: {c[1]}" for c in cases), ok)
+    for fault in ("paused", "delay"):
+        r = div(get(bad.get(fault), "total_us.p50"), get(healthy, "total_us.p50"))
+        t(f"2 of 5 {'paused' if fault == 'paused' else 'slow'}: p50 ≤ 1.2× healthy", ratio(r), le(r, 1.2))
+    r = div(get(o9, "total_us.p50"), get(o3, "total_us.p50"))
+    t("uncontended N=9 against N=3: p50 ≤ 1.3×", ratio(r), le(r, 1.3))
+    if wd:
+        req = wd.get("scripts_per_s_per_node") or []
+        per_req = div(get(wd, "lock_renewals_per_s"), max(req) if req else None)
+        t("10,000 held locks: renewals batched per node (≥ 100 renewals per request)", fmt(per_req), ge(per_req, 100))
+        mem = get(wd, "rss_bytes_per_lock")
+        heap = get(wd, "heap_bytes_per_lock")
+        worst = max(x for x in (mem, heap) if x is not None) if (mem is not None or heap is not None) else None
+        t("10,000 held locks: client memory < 1 KiB per held lock", f"{fmt(heap, ' B')} heap, {fmt(mem, ' B')} RSS",
+          None if worst is None else worst < 1024)
+    w("### Targets (ratios within this run)")
+    w("")
+    w(table(["target", "measured", ""], targets))
+    met = sum(1 for x in targets if x[2] == "met")
+    w("")
+    w(f"{met} of {len(targets)} met.")
+    print("\n".join(md))
+
+    if out_dir:
+        def tsv(name, rows_):
+            with open(os.path.join(out_dir, name), "w", encoding="utf-8") as f:
+                for row in rows_:
+                    f.write("\t".join("NaN" if v is None else (f'"{v}"' if isinstance(v, str) else str(v)) for v in row) + "\n")
+        tsv("latency.tsv", lat_tsv)
+        tsv("throughput.tsv", tput_tsv)
+        tsv("contention.tsv", cont_tsv)
+        tsv("minority.tsv", bad_tsv)
+        with open(os.path.join(out_dir, "chart-title.txt"), "w", encoding="utf-8") as f:
+            f.write(f"redlock-cpp, {env.get('date', '?')[:10]}, placement {env.get('pin', '?')}"
+                    + ("" if peers else " (no peer)"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,360 @@
+#!/usr/bin/env bash
+# bench/run.sh [OUTDIR] — the whole benchmark suite in one run (a few minutes).
+#
+# Builds redlock_scenarios (Release, in build/bench), starts 9 local redis masters of its own
+# (servers pinned to one CPU, every client to the other), then runs, N by N so that figures of
+# one N are taken close together:
+#   the floor:        raw round trips with hiredis (hiredis-floor, always) and, with peerbench,
+#                     its C fan-out probe (c-fanout)
+#   the peer:         node-redlock through peerbench's node/bench.mjs (when peerbench is there)
+#   ours:             redlock-cpp through its public API (redlock_scenarios)
+#   1. uncontended acquire+release, N = 1 3 5 7 9
+#   2. locks/s with 64 in flight on distinct keys, N = 1 3 5
+#   3. contention: 8 workers on one key, hold ~1 ms, rotate and ffa, N = 1 3 5
+#   4. a bad minority at N = 5: 2 nodes SIGSTOPped; 2 behind a 50 ms delay (chaos fault proxy)
+#   5. the watchdog at scale: 10,000 held locks renewing themselves on 5 nodes
+# then stops exactly what it started, prints the Markdown table (bench/report.py) and writes
+# the PNG chart (bench/chart.gp, gnuplot).
+#
+# Output (OUTDIR, default build/bench/results/<UTC>-<pin>): raw.jsonl (one JSON object per
+# measurement), summary.md, chart.png, stderr.log.
+#
+# Environment:
+#   REDLOCK_PEERBENCH=DIR   shared/peerbench (default: ../shared/peerbench next to the repo);
+#                           without it the peer columns are left out and the output says so
+#   BENCH_PIN=split|same|none   CPU placement (default split: servers on CPU 1, clients on 0)
+#   BENCH_BASEPORT=7321     the nodes listen on BASEPORT .. BASEPORT+8 (must be free)
+#   BENCH_BUDGET=420        hard limit for the measurements in seconds; later steps are skipped
+#   BENCH_ITERS=5000 BENCH_WARMUP=200 BENCH_TPUT_DURATION=3 BENCH_CONT_DURATION=3
+#   BENCH_HELD=10000 BENCH_LEASE_MS=3000 BENCH_WINDOW=6 BENCH_DELAY_MS=50
+#   BENCH_SKIP="peers floor contention minority watchdog chart"   steps to leave out
+#   BENCH_JOBS=2            build parallelism
+#   BENCH_FAULT_PROXY=PATH  a redlock-fault-proxy binary (default: built from chaos/support)
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+
+PIN=${BENCH_PIN:-split}
+BASE=${BENCH_BASEPORT:-7321}
+BUDGET=${BENCH_BUDGET:-420}
+ITERS=${BENCH_ITERS:-5000}
+WARMUP=${BENCH_WARMUP:-200}
+TPUT_WORKERS=64
+TPUT_DURATION=${BENCH_TPUT_DURATION:-3}
+CONT_WORKERS=8
+CONT_DURATION=${BENCH_CONT_DURATION:-3}
+HOLD_MS=1
+HELD=${BENCH_HELD:-10000}
+LEASE_MS=${BENCH_LEASE_MS:-3000}
+WINDOW=${BENCH_WINDOW:-6}
+DELAY_MS=${BENCH_DELAY_MS:-50}
+SKIP=" ${BENCH_SKIP:-} "
+JOBS=${BENCH_JOBS:-2}
+LAT_NODES="1 3 5 7 9"
+TPUT_NODES="1 3 5"
+MAXN=9
+BUILD=$ROOT/build/bench
+PEERBENCH=${REDLOCK_PEERBENCH:-$ROOT/../shared/peerbench}
+skipped() { [[ $SKIP == *" $1 "* ]]; }
+
+OUT=${1:-$BUILD/results/$(date -u +%Y%m%dT%H%M%SZ)-$PIN}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+RAW=$OUT/raw.jsonl
+ERR=$OUT/stderr.log
+: >"$RAW"
+: >"$ERR"
+log() { echo "[bench +$(($(date +%s) - T_START))s] $*" | tee -a "$ERR" >&2; }
+T_START=$(date +%s)
+
+for b in cmake ninja redis-server redis-cli taskset timeout python3 ss; do
+  command -v "$b" >/dev/null || { echo "bench/run.sh: missing $b (bash tools/bench.sh installs it)" >&2; exit 1; }
+done
+
+# ---- build ----
+log "building redlock_scenarios (Release) in ${BUILD#"$ROOT"/}"
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DREDLOCK_BUILD_BENCH=ON \
+  -DREDLOCK_BUILD_EXAMPLES=OFF >>"$ERR" 2>&1 || { log "cmake configure failed (see $ERR)"; exit 1; }
+cmake --build "$BUILD" --target redlock_scenarios -j "$JOBS" >>"$ERR" 2>&1 ||
+  { log "build failed (see $ERR)"; exit 1; }
+SCEN=$BUILD/bench/redlock_scenarios
+# The chaos suite's fault proxy (chaos/support) for the delay case, when it can be built.
+PROXY=${BENCH_FAULT_PROXY:-}
+if [[ -z $PROXY ]] && cmake --build "$BUILD" --target redlock_fault_proxy -j "$JOBS" >>"$ERR" 2>&1; then
+  PROXY=$(find "$BUILD" -type f -name redlock-fault-proxy -perm -u+x | head -1)
+fi
+
+# ---- peerbench (the C fan-out floor and node-redlock), when present ----
+PEERS=0
+PEER_NOTE=
+PB_WORK=$BUILD/peerbench
+if skipped peers; then
+  PEER_NOTE="peer columns left out: BENCH_SKIP has peers"
+elif [[ ! -f $PEERBENCH/node/bench.mjs || ! -f $PEERBENCH/fanout/fanout.c ]]; then
+  PEER_NOTE="peer columns left out: no peerbench at $PEERBENCH (set REDLOCK_PEERBENCH)"
+elif ! command -v node >/dev/null || ! command -v npm >/dev/null || ! command -v cc >/dev/null; then
+  PEER_NOTE="peer columns left out: peerbench needs node, npm and cc"
+else
+  PEERBENCH=$(cd "$PEERBENCH" && pwd)
+  # Run from a working copy in the build tree: peerbench's own folder is left untouched.
+  mkdir -p "$PB_WORK/node"
+  for f in bench.mjs package.json package-lock.json; do
+    cmp -s "$PEERBENCH/node/$f" "$PB_WORK/node/$f" || cp "$PEERBENCH/node/$f" "$PB_WORK/node/$f"
+  done
+  if [[ ! -d $PB_WORK/node/node_modules/redlock || $PB_WORK/node/package-lock.json -nt $PB_WORK/node/node_modules ]]; then
+    log "peerbench: npm ci (node-redlock and ioredis, pinned by its package-lock.json)"
+    (cd "$PB_WORK/node" && timeout 300 npm ci --no-audit --no-fund >>"$ERR" 2>&1) || true
+  fi
+  if [[ ! -x $PB_WORK/fanout || $PEERBENCH/fanout/fanout.c -nt $PB_WORK/fanout ]]; then
+    cc -O2 -Wall -o "$PB_WORK/fanout" "$PEERBENCH/fanout/fanout.c" >>"$ERR" 2>&1 || true
+  fi
+  if [[ -d $PB_WORK/node/node_modules/redlock && -x $PB_WORK/fanout ]]; then
+    PEERS=1
+    PEER_NOTE="peers from $PEERBENCH"
+  else
+    PEER_NOTE="peer columns left out: peerbench could not be prepared (see stderr.log)"
+  fi
+fi
+log "$PEER_NOTE"
+
+# ---- CPU placement ----
+NCPU=$(nproc)
+if [[ $PIN != none && $NCPU -lt 2 ]]; then
+  log "only $NCPU CPU: placement $PIN impossible, using none"
+  PIN=none
+fi
+case $PIN in
+  split) SERVER_CPUS=1 CLIENT_CPUS=0 ;;
+  same) SERVER_CPUS=0 CLIENT_CPUS=0 ;;
+  none) SERVER_CPUS= CLIENT_CPUS= ;;
+  *) echo "bench/run.sh: BENCH_PIN must be split, same or none" >&2; exit 2 ;;
+esac
+CL=()
+SV=()
+[[ -n $CLIENT_CPUS ]] && CL=(taskset -c "$CLIENT_CPUS")
+[[ -n $SERVER_CPUS ]] && SV=(taskset -c "$SERVER_CPUS")
+
+# ---- nodes: our own redis-servers, known by pid, stopped by pid ----
+STATE=$(mktemp -d "${TMPDIR:-/tmp}/redlock-bench.XXXXXX")
+SERVER_PIDS=()
+PROXY_PIDS=()
+STEP_PID=
+is_our_redis() { # pid port
+  [[ -r /proc/$1/cmdline ]] && tr '\0' ' ' <"/proc/$1/cmdline" | grep -q "redis-server.*:$2"
+}
+cleanup() {
+  local -
+  set +e
+  [[ -n $STEP_PID ]] && kill -TERM "$STEP_PID" 2>/dev/null
+  for pid in "${PROXY_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null; done
+  local i pid port
+  for i in "${!SERVER_PIDS[@]}"; do
+    pid=${SERVER_PIDS[$i]} port=$((BASE + i))
+    if is_our_redis "$pid" "$port"; then
+      kill -CONT "$pid" 2>/dev/null
+      kill -TERM "$pid" 2>/dev/null
+    fi
+  done
+  for _ in $(seq 1 50); do
+    local alive=0
+    for pid in "${SERVER_PIDS[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    ((alive == 0)) && break
+    sleep 0.1
+  done
+  for i in "${!SERVER_PIDS[@]}"; do
+    pid=${SERVER_PIDS[$i]} port=$((BASE + i))
+    is_our_redis "$pid" "$port" && kill -KILL "$pid" 2>/dev/null
+  done
+  for i in $(seq 0 $((MAXN - 1))); do
+    rm -f "$STATE/$((BASE + i)).pid" "$STATE/$((BASE + i)).log" "$STATE/proxy-$((BASE + i)).out"
+    rm -rf "$STATE/data-$((BASE + i))"
+  done
+  rmdir "$STATE" 2>/dev/null
+  SERVER_PIDS=()
+  PROXY_PIDS=()
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+for ((i = 0; i < MAXN; i++)); do
+  p=$((BASE + i))
+  if ss -Hltn "sport = :$p" | grep -q .; then
+    log "port $p is in use: choose another BENCH_BASEPORT"
+    exit 1
+  fi
+done
+for ((i = 0; i < MAXN; i++)); do
+  p=$((BASE + i))
+  mkdir -p "$STATE/data-$p"
+  env ${SV[@]+"${SV[@]}"} redis-server --bind 127.0.0.1 --port "$p" --save '' --appendonly no \
+    --daemonize yes --pidfile "$STATE/$p.pid" --logfile "$STATE/$p.log" --dir "$STATE/data-$p" \
+    --databases 1 >/dev/null
+done
+for ((i = 0; i < MAXN; i++)); do
+  p=$((BASE + i))
+  for _ in $(seq 1 50); do
+    [[ -s $STATE/$p.pid && "$(redis-cli -p "$p" PING 2>/dev/null)" == PONG ]] && break
+    sleep 0.1
+  done
+  [[ -s $STATE/$p.pid ]] || { log "node on port $p did not start (see $STATE/$p.log)"; exit 1; }
+  SERVER_PIDS[i]=$(cat "$STATE/$p.pid")
+done
+ports_for() { seq -s, "$BASE" $((BASE + $1 - 1)); }
+flush() { # N
+  local i
+  for ((i = 0; i < $1; i++)); do redis-cli -p $((BASE + i)) FLUSHALL >/dev/null 2>&1 || true; done
+}
+
+# ---- the run's own record ----
+cpu_busy() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat; }
+read -r BUSY0 TOT0 < <(cpu_busy)
+T_MEASURE=$(date +%s)
+python3 - "$RAW" <<EOF
+import json, os, subprocess, sys
+def sh(c):
+    try: return subprocess.run(c, shell=True, capture_output=True, text=True, timeout=10).stdout.strip()
+    except Exception: return ""
+rec = {"impl": "env", "date": sh("date -u +%FT%TZ"), "kernel": os.uname().release,
+       "cpu": sh("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-").strip(),
+       "nproc": os.cpu_count(), "pin": "$PIN", "server_cpus": "${SERVER_CPUS:-any}",
+       "client_cpus": "${CLIENT_CPUS:-any}", "loadavg_start": open("/proc/loadavg").read().split()[:3],
+       "redis": sh("redis-server --version").split("v=")[-1].split()[0],
+       "node": sh("node --version") if $PEERS else None, "peers": bool($PEERS),
+       "peer_note": """$PEER_NOTE""", "commit": sh("git rev-parse --short HEAD"),
+       "dirty": bool(sh("git status --porcelain -- lib include")),
+       "busiest_procs_start": sh("ps -eo pcpu=,comm= --sort=-pcpu | head -4"),
+       "iters": $ITERS, "warmup": $WARMUP, "tput_duration_s": $TPUT_DURATION,
+       "cont_duration_s": $CONT_DURATION, "delay_ms": $DELAY_MS, "proxy": bool("$PROXY")}
+open(sys.argv[1], "a").write(json.dumps(rec) + "\n")
+EOF
+log "placement $PIN: servers on CPU ${SERVER_CPUS:-any}, clients on CPU ${CLIENT_CPUS:-any}; nodes on ports $BASE-$((BASE + MAXN - 1)); output $OUT"
+
+remaining() { echo $((BUDGET - ($(date +%s) - T_MEASURE))); }
+# step SECONDS NAME CMD...: CMD on the client CPU under `timeout`, JSON lines to raw.jsonl.
+# In the background so that an INT/TERM to this script is handled at once.
+step() {
+  local want=$1 name=$2 t rc=0
+  shift 2
+  t=$(remaining)
+  ((t > want)) && t=$want
+  if ((t < 3)); then
+    log "budget exhausted: skipping $name"
+    return 0
+  fi
+  log "$name"
+  timeout "$t" env ${CL[@]+"${CL[@]}"} "$@" >>"$RAW" 2>>"$ERR" &
+  STEP_PID=$!
+  wait "$STEP_PID" || rc=$?
+  STEP_PID=
+  ((rc == 0)) || log "$name failed or timed out (exit $rc)"
+}
+ours() { # SECONDS NAME N ARGS...
+  local t=$1 name=$2 n=$3
+  shift 3
+  step "$t" "$name" "$SCEN" --ports "$(ports_for "$n")" --label "$PIN" --max-seconds "$t" "$@"
+  flush "$n"
+}
+node_peer() { # SECONDS N SCENARIOS
+  local t=$1 n=$2
+  step "$t" "node-redlock N=$n ($3)" node "$PB_WORK/node/bench.mjs" --ports "$(ports_for "$n")" \
+    --scenarios "$3" --iters "$ITERS" --warmup "$WARMUP" \
+    --tput-workers "$TPUT_WORKERS" --tput-duration "$TPUT_DURATION" \
+    --cont-workers "$CONT_WORKERS" --cont-duration "$CONT_DURATION" --hold-ms "$HOLD_MS" \
+    --max-seconds "$t" --label "$PIN"
+  flush "$n"
+}
+
+# ---- 1-3: per N ----
+for n in $LAT_NODES; do
+  tput=0
+  [[ " $TPUT_NODES " == *" $n "* ]] && tput=1
+  if ((PEERS)) && ! skipped floor; then
+    step 30 "c-fanout N=$n latency" "$PB_WORK/fanout" -p "$(ports_for "$n")" -m lat -n "$ITERS" -w "$WARMUP" -l "$PIN"
+    ((tput)) && step $((TPUT_DURATION + 10)) "c-fanout N=$n throughput" \
+      "$PB_WORK/fanout" -p "$(ports_for "$n")" -m tput -c "$TPUT_WORKERS" -d "$TPUT_DURATION" -l "$PIN"
+    flush "$n"
+  fi
+  if ! skipped floor; then
+    ours 60 "hiredis-floor N=$n latency" "$n" --scenarios floor_latency --iters "$ITERS" --warmup "$WARMUP"
+    ((tput)) && ours $((TPUT_DURATION + 15)) "hiredis-floor N=$n throughput" "$n" \
+      --scenarios floor_throughput --tput-workers "$TPUT_WORKERS" --tput-duration "$TPUT_DURATION"
+  fi
+  ours 60 "redlock-cpp N=$n latency" "$n" --scenarios uncontended_latency --iters "$ITERS" --warmup "$WARMUP"
+  if ((tput)); then
+    ours $((TPUT_DURATION + 20)) "redlock-cpp N=$n throughput" "$n" --scenarios throughput \
+      --tput-workers "$TPUT_WORKERS" --tput-duration "$TPUT_DURATION"
+    skipped contention || ours $((2 * CONT_DURATION + 20)) "redlock-cpp N=$n contention" "$n" \
+      --scenarios contention --cont-workers "$CONT_WORKERS" --cont-duration "$CONT_DURATION" --hold-ms "$HOLD_MS"
+  fi
+  if ((PEERS)); then
+    scen=latency
+    ((tput)) && scen+=",throughput"
+    ((tput)) && ! skipped contention && scen+=",contention"
+    node_peer $((ITERS / 500 + 10 + tput * (TPUT_DURATION + 2 + 4 * (CONT_DURATION + 4)))) "$n" "$scen"
+  fi
+done
+
+# ---- 4. a bad minority at N = 5 ----
+if ! skipped minority; then
+  delayed=()
+  if [[ -n $PROXY ]]; then
+    for i in 3 4; do
+      target=$((BASE + i))
+      env ${SV[@]+"${SV[@]}"} "$PROXY" --target "$target" --mode delay --delay-ms "$DELAY_MS" \
+        >"$STATE/proxy-$target.out" 2>>"$ERR" &
+      PROXY_PIDS+=($!)
+      port=
+      for _ in $(seq 1 50); do
+        port=$(head -1 "$STATE/proxy-$target.out" 2>/dev/null | grep -x '[0-9]\+' || true)
+        [[ -n $port ]] && break
+        sleep 0.1
+      done
+      [[ -n $port ]] && delayed+=("$port")
+    done
+  fi
+  args=()
+  if ((${#delayed[@]} == 2)); then
+    args=(--delayed-ports "${delayed[0]},${delayed[1]}")
+  else
+    log "no fault proxy (redlock-fault-proxy): the ${DELAY_MS} ms delay case is left out"
+  fi
+  ours 90 "redlock-cpp N=5 bad minority (healthy, ${DELAY_MS} ms delay, paused)" 5 \
+    --scenarios bad_minority --faulty 2 --iters "$ITERS" --warmup "$WARMUP" ${args[@]+"${args[@]}"}
+  for pid in "${PROXY_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${PROXY_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+  PROXY_PIDS=()
+  for i in 3 4; do kill -CONT "${SERVER_PIDS[$i]}" 2>/dev/null || true; done
+  sleep 0.5
+  flush 5
+fi
+
+# ---- 5. the watchdog at scale ----
+if ! skipped watchdog; then
+  ours 90 "redlock-cpp N=5 watchdog: $HELD held locks, lease $LEASE_MS ms" 5 --scenarios watchdog_scale \
+    --held "$HELD" --lease-ms "$LEASE_MS" --window "$WINDOW"
+fi
+
+read -r BUSY1 TOT1 < <(cpu_busy)
+python3 - "$RAW" "$((BUSY1 - BUSY0))" "$((TOT1 - TOT0))" "$(($(date +%s) - T_MEASURE))" <<'EOF'
+import json, sys
+raw, busy, tot, el = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+rec = {"impl": "env_end", "loadavg_end": open("/proc/loadavg").read().split()[:3], "elapsed_s": el,
+       "machine_cpu_busy_fraction": round(busy / tot, 3) if tot else None}
+open(raw, "a").write(json.dumps(rec) + "\n")
+EOF
+cleanup
+trap - EXIT
+log "measurements done in $(($(date +%s) - T_MEASURE)) s"
+
+# ---- the table and the chart ----
+python3 bench/report.py "$RAW" --out "$OUT" >"$OUT/summary.md" 2>>"$ERR" || log "report.py failed (see $ERR)"
+if skipped chart; then
+  :
+elif command -v gnuplot >/dev/null; then
+  gnuplot -e "dir='$OUT'" bench/chart.gp 2>>"$ERR" || log "gnuplot failed (see $ERR)"
+else
+  log "no gnuplot: chart left out (apt-get install gnuplot-nox)"
+fi
+cat "$OUT/summary.md"
+[[ -f $OUT/chart.png ]] && echo && echo "chart: $OUT/chart.png"
+echo "raw: $RAW"
