@@ -3,6 +3,8 @@
 
 #include <signal.h>
 
+#include <filesystem>
+#include <fstream>
 #include <regex>
 #include <thread>
 
@@ -21,6 +23,26 @@ ProcessResult cli(std::vector<std::string> args, std::vector<std::string> env = 
 bool is_token_line(const std::string& out) {
   return std::regex_match(out, std::regex("[0-9a-f]{32}\n"));
 }
+
+// A fresh directory for the files a test's command writes; removed with everything in it.
+class TempDir {
+ public:
+  TempDir() {
+    auto tmpl = (std::filesystem::temp_directory_path() / "redlock-cli-XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
 
 class Cli : public ::testing::Test {
  protected:
@@ -177,6 +199,17 @@ TEST_F(Cli, RunTerminatesTheCommandWhenTheLockIsLost) {
   EXPECT_NE(r.out.find("ignoring-term"), std::string::npos) << "SIGTERM first: " << r.out;
   EXPECT_LT(std::chrono::steady_clock::now() - start, 3s) << "then SIGKILL after the grace";
   EXPECT_NE(r.err.find("lost"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, RunDoesNotHandTheNodeListToTheCommand) {
+  RedisCluster secured(3, {"--requirepass", "s3cret-pw"}, "s3cret-pw");
+  auto r = cli({"run", "env", "--", "sh", "-c",
+                "echo \"nodes=[${REDLOCK_NODES-unset}] token=[$REDLOCK_TOKEN]\"; env"},
+               {"REDLOCK_NODES=" + secured.node_list(":s3cret-pw")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("nodes=\\[unset\\] token=\\[[0-9a-f]{32}\\]")))
+      << r.out;
+  EXPECT_EQ(r.out.find("s3cret-pw"), std::string::npos) << "the password reached the command";
 }
 
 }  // namespace

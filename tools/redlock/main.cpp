@@ -15,9 +15,13 @@
 #include <iostream>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "redlock/redlock.hpp"
+
+extern char** environ;
 
 namespace {
 
@@ -132,6 +136,36 @@ long long unix_ms_of(redlock::Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(at.time_since_epoch()).count();
 }
 
+// The command's environment, built before fork (the child only execs): ours, less
+// REDLOCK_NODES, which may carry passwords and is for redlock alone, plus the variables that
+// describe the lock.
+std::vector<std::string> child_environment(const redlock::Client& client, const std::string& key,
+                                           const redlock::HeldLock& lock) {
+  std::vector<std::pair<std::string, std::string>> lock_vars = {
+      {"REDLOCK_TOKEN", lock.token()},
+      {"REDLOCK_RESOURCE", key},
+      {"REDLOCK_KEY", client.key_of(key)},
+      {"REDLOCK_LEASE_MS", std::to_string(client.config().watchdog_lease.count())},
+      {"REDLOCK_VALID_UNTIL_MS", std::to_string(unix_ms_of(lock.valid_until()))},
+  };
+  // ---- More variables for the command go here (REDLOCK_FENCING_TOKEN, when grants carry
+  // ---- one): append to lock_vars; an inherited variable of the same name is replaced.
+
+  auto withheld = [&](std::string_view name) {
+    if (name == "REDLOCK_NODES") return true;
+    for (const auto& v : lock_vars)
+      if (v.first == name) return true;
+    return false;
+  };
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string_view entry(*e);
+    if (!withheld(entry.substr(0, entry.find('=')))) env.emplace_back(entry);
+  }
+  for (const auto& v : lock_vars) env.push_back(v.first + "=" + v.second);
+  return env;
+}
+
 int exit_status_of(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
@@ -155,6 +189,13 @@ int do_run(const Globals& g, redlock::Client& client, const std::string& key, co
               " ms renewed while the command runs; votes " + held.votes.to_string());
 
   sigset_t signals = run_signals();
+  std::vector<std::string> env = child_environment(client, key, lock);
+  std::vector<char*> envp;
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<char*> argv;
+  for (const auto& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
   pid_t child = ::fork();
   if (child < 0) {
     std::cerr << "redlock: fork failed: " << std::strerror(errno) << '\n';
@@ -162,15 +203,8 @@ int do_run(const Globals& g, redlock::Client& client, const std::string& key, co
     return kNoQuorum;
   }
   if (child == 0) {
-    ::setenv("REDLOCK_TOKEN", lock.token().c_str(), 1);
-    ::setenv("REDLOCK_RESOURCE", key.c_str(), 1);
-    ::setenv("REDLOCK_KEY", client.key_of(key).c_str(), 1);
-    ::setenv("REDLOCK_LEASE_MS", std::to_string(client.config().watchdog_lease.count()).c_str(), 1);
-    ::setenv("REDLOCK_VALID_UNTIL_MS", std::to_string(unix_ms_of(lock.valid_until())).c_str(), 1);
     ::sigprocmask(SIG_UNBLOCK, &signals, nullptr);
-    std::vector<char*> argv;
-    for (const auto& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
+    environ = envp.data();
     ::execvp(argv[0], argv.data());
     std::fprintf(stderr, "redlock: cannot run '%s': %s\n", argv[0], std::strerror(errno));
     ::_exit(errno == ENOENT ? 127 : 126);
