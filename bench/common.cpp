@@ -74,13 +74,19 @@ std::string json_escape(const std::string& s) {
 namespace {
 std::string number_text(double v) {
   if (!std::isfinite(v)) return "null";
+  // 0.1 resolution, finer below 10 (fractions such as a CPU share): 3 decimals.
+  int decimals = std::fabs(v) < 10 ? 3 : 1;
+  double scale = decimals == 3 ? 1000.0 : 10.0;
+  double r = std::round(v * scale) / scale;
   char buf[64];
-  double r = std::round(v * 10.0) / 10.0;
-  if (r == std::floor(r) && std::fabs(r) < 1e15)
+  if (r == std::floor(r) && std::fabs(r) < 1e15) {
     std::snprintf(buf, sizeof buf, "%.0f", r);
-  else
-    std::snprintf(buf, sizeof buf, "%.1f", r);
-  return buf;
+    return buf;
+  }
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, r);
+  std::string text = buf;
+  while (text.back() == '0') text.pop_back();  // "0.250" -> "0.25"
+  return text;
 }
 }  // namespace
 

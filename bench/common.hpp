@@ -26,7 +26,7 @@ struct Summary {
 };
 Summary summarize(std::vector<double> samples);
 
-// One JSON object on one line. Numbers are rounded to 0.1 unless given as integers.
+// One JSON object on one line. Numbers are rounded to 0.1 (to 0.001 below 10).
 class JsonLine {
  public:
   JsonLine& str(const std::string& key, const std::string& value);

@@ -499,6 +499,13 @@ void watchdog_scale(const Options& o) {
   // Settle: let the renewals that fell due while locks were being taken go out.
   std::this_thread::sleep_for(Ms(o.lease_ms / 3));
 
+  auto count_lost = [&] {
+    long long lost = 0;
+    for (const auto& h : held)
+      if (h.lost()) ++lost;
+    return lost;
+  };
+  const long long lost_before = count_lost();
   std::vector<long long> cmd0, eval0;
   for (auto& p : probes) {
     cmd0.push_back(p->commands_processed());
@@ -519,11 +526,11 @@ void watchdog_scale(const Options& o) {
     eval_per_s.push_back(static_cast<double>(evals) / elapsed);
   }
   long long rss1 = self_rss_bytes(), heap1 = heap_in_use_bytes();
-  long long lost = 0;
-  for (const auto& h : held)
-    if (h.lost()) ++lost;
+  const long long lost = count_lost();
   const double count = static_cast<double>(held.size());
-  const double renewals = count * elapsed / (o.lease_ms / 3000.0);  // lock renewals expected
+  // Lock renewals in the window: every live lock once per lease/3 (lost ones are not renewed).
+  const double alive = count - static_cast<double>(lost_before + lost) / 2.0;
+  const double renewals = alive * elapsed / (o.lease_ms / 3000.0);
 
   auto t_release = Clock::now();
   held.clear();  // each HeldLock releases itself without blocking
@@ -545,7 +552,8 @@ void watchdog_scale(const Options& o) {
       .num("rss_bytes_per_lock", count > 0 ? static_cast<double>(rss1 - rss0) / count : NAN)
       .num("heap_bytes_per_lock",
            count > 0 && heap0 >= 0 ? static_cast<double>(heap1 - heap0) / count : NAN)
-      .integer("lost_during_window", lost)
+      .integer("lost_before_window", lost_before)
+      .integer("lost_during_window", lost - lost_before)
       .num("release_and_shutdown_s", release_s)
       .emit();
 }
