@@ -1,0 +1,119 @@
+#include "checker.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <utility>
+
+namespace redlock::chaos {
+namespace {
+
+std::int64_t end_in(const Section& s, Mode mode) {
+  return mode == Mode::claimed ? claimed_end(s) : s.end;
+}
+
+}  // namespace
+
+std::int64_t claimed_end(const Section& s) {
+  return s.deadline > 0 ? std::min(s.end, s.deadline) : s.end;
+}
+
+OverlapResult find_overlaps(const std::vector<Section>& sections, Mode mode,
+                            std::size_t max_examples) {
+  // One interval per grant: sections that share a token (the processes of one `redlock run`
+  // command, say) are one holder, spanning from the first start to the last end.
+  struct Interval {
+    std::size_t index;  // a section of the grant, for the examples
+    std::int64_t start;
+    std::int64_t end;
+  };
+  std::vector<Interval> intervals;
+  intervals.reserve(sections.size());
+  std::map<std::pair<std::string, std::string>, std::size_t> by_token;
+  for (std::size_t i = 0; i < sections.size(); ++i) {
+    const auto& s = sections[i];
+    auto end = end_in(s, mode);
+    if (end <= s.start) continue;  // empty: occupies no time
+    if (!s.token.empty()) {
+      auto [it, fresh] = by_token.emplace(std::make_pair(s.resource, s.token), intervals.size());
+      if (!fresh) {
+        auto& merged = intervals[it->second];
+        merged.start = std::min(merged.start, s.start);
+        merged.end = std::max(merged.end, end);
+        continue;
+      }
+    }
+    intervals.push_back({i, s.start, end});
+  }
+  // By resource, then start, then end.
+  std::sort(intervals.begin(), intervals.end(), [&](const Interval& x, const Interval& y) {
+    const auto& rx = sections[x.index].resource;
+    const auto& ry = sections[y.index].resource;
+    if (rx != ry) return rx < ry;
+    if (x.start != y.start) return x.start < y.start;
+    return x.end < y.end;
+  });
+
+  OverlapResult result;
+  const std::string* resource = nullptr;
+  std::int64_t latest_end = 0;
+  std::size_t latest = 0;  // the section that ends at latest_end
+  for (const auto& iv : intervals) {
+    const auto& r = sections[iv.index].resource;
+    if (resource == nullptr || *resource != r) {
+      resource = &r;
+      latest_end = iv.end;
+      latest = iv.index;
+      continue;
+    }
+    if (iv.start < latest_end) {
+      ++result.count;
+      auto ns = std::min(iv.end, latest_end) - iv.start;
+      result.worst_ns = std::max(result.worst_ns, ns);
+      if (result.examples.size() < max_examples) result.examples.push_back({latest, iv.index, ns});
+    }
+    if (iv.end > latest_end) {
+      latest_end = iv.end;
+      latest = iv.index;
+    }
+  }
+  return result;
+}
+
+std::size_t negative_validity(const std::vector<Section>& sections) {
+  return static_cast<std::size_t>(
+      std::count_if(sections.begin(), sections.end(),
+                    [](const auto& s) { return s.deadline > 0 && s.deadline <= s.start; }));
+}
+
+std::int64_t lost_updates(const std::vector<Section>& sections, std::int64_t final_counter) {
+  auto writes =
+      std::count_if(sections.begin(), sections.end(), [](const auto& s) { return s.wrote; });
+  return static_cast<std::int64_t>(writes) - final_counter;
+}
+
+Section section_from_record(const Record& r) {
+  Section s;
+  s.resource = r.get("resource");
+  s.worker = r.get("worker");
+  s.token = r.get("token");
+  s.start = r.get_int("start");
+  s.end = r.get_int("end");
+  s.deadline = r.get_int("deadline");
+  s.wrote = r.get_int("wrote") == 1;
+  return s;
+}
+
+std::string describe(const std::vector<Section>& sections, const Overlap& o, Mode mode,
+                     std::int64_t t0) {
+  auto sec = [t0](std::int64_t ns) { return static_cast<double>(ns - t0) / 1e9; };
+  const auto& a = sections[o.earlier];
+  const auto& b = sections[o.later];
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%s [%.3f, %.3f) and %s [%.3f, %.3f) overlap %.1f ms",
+                a.worker.c_str(), sec(a.start), sec(end_in(a, mode)), b.worker.c_str(),
+                sec(b.start), sec(end_in(b, mode)), static_cast<double>(o.ns) / 1e6);
+  return buf;
+}
+
+}  // namespace redlock::chaos
