@@ -1,0 +1,354 @@
+// Safety defects found under review, each pinned by a test that failed before its fix:
+// no two holders, no grant undone by its own clean-up, no signal killing the host, no lock
+// command on a connection whose handshake failed, per-connection order kept, batches that do
+// not couple fates, waiters that do not spin.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <hiredis/hiredis.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <set>
+#include <thread>
+
+#include "intervals.hpp"
+#include "redis_server.hpp"
+#include "redlock/redlock.hpp"
+#include "redlock_scripts.hpp"
+#include "test_config.hpp"
+
+namespace redlock {
+namespace {
+
+using namespace std::chrono_literals;
+using test::eventually;
+using test::RedisCluster;
+
+long long pttl(const test::RedisServer& server, const std::string& key) {
+  return std::stoll(server.command({"PTTL", key}));
+}
+
+// The commands one server runs, seen through MONITOR on a connection of its own.
+class Monitor {
+ public:
+  explicit Monitor(const test::RedisServer& server) {
+    timeval tv{0, 100'000};
+    ctx_ = redisConnectWithTimeout("127.0.0.1", server.port(), tv);
+    if (ctx_ == nullptr || ctx_->err) throw std::runtime_error("monitor: cannot connect");
+    redisSetTimeout(ctx_, tv);
+    auto* r = static_cast<redisReply*>(redisCommand(ctx_, "MONITOR"));
+    if (r == nullptr) throw std::runtime_error("monitor: no reply");
+    freeReplyObject(r);
+  }
+  ~Monitor() { redisFree(ctx_); }
+  Monitor(const Monitor&) = delete;
+  Monitor& operator=(const Monitor&) = delete;
+
+  // Lines seen until `quiet` passes without a new one (bounded by `limit`).
+  std::vector<std::string> drain(std::chrono::milliseconds quiet = 300ms,
+                                 std::chrono::milliseconds limit = 5s) {
+    std::vector<std::string> lines;
+    auto end = std::chrono::steady_clock::now() + limit;
+    auto last = std::chrono::steady_clock::now();
+    while (std::chrono::steady_clock::now() < end &&
+           std::chrono::steady_clock::now() - last < quiet) {
+      void* reply = nullptr;
+      if (redisGetReply(ctx_, &reply) != REDIS_OK || reply == nullptr) {
+        // A read timeout leaves the context in error: reset it and keep reading.
+        ctx_->err = 0;
+        continue;
+      }
+      auto* r = static_cast<redisReply*>(reply);
+      if (r->type == REDIS_REPLY_STATUS) lines.emplace_back(r->str, r->len);
+      freeReplyObject(r);
+      last = std::chrono::steady_clock::now();
+    }
+    return lines;
+  }
+
+ private:
+  redisContext* ctx_ = nullptr;
+};
+
+// The quoted arguments of a MONITOR line: `123.4 [0 127.0.0.1:5] "EVALSHA" "sha" "1" ...`.
+std::vector<std::string> monitor_args(const std::string& line) {
+  std::vector<std::string> args;
+  for (std::size_t i = line.find('"'); i != std::string::npos; i = line.find('"', i + 1)) {
+    std::string arg;
+    for (++i; i < line.size() && line[i] != '"'; ++i) {
+      if (line[i] == '\\' && i + 1 < line.size()) ++i;
+      arg += line[i];
+    }
+    args.push_back(arg);
+  }
+  return args;
+}
+
+// Defect: extend to a shorter ttl set the keys' PTTL to it while the client kept its old,
+// later deadline; a second client then got the lock while the first still held a valid one.
+TEST(Safety, ExtendToAShorterTtlNeverLetsASecondHolderIn) {
+  RedisCluster cluster(5);
+  Client a(test::fast_config(cluster)), b(test::fast_config(cluster));
+  auto r = a.try_acquire("res", 10000ms);
+  ASSERT_TRUE(r) << r.message();
+  auto e = a.extend(r.lock, 500ms);
+  ASSERT_TRUE(e) << e.message();
+  std::this_thread::sleep_for(700ms);
+  ASSERT_TRUE(r.lock.valid()) << "the holder still believes in its lock";
+  auto other = b.try_acquire("res", 5000ms);
+  EXPECT_EQ(other.error, Errc::not_acquired) << "two holders: " << other.message();
+  // What the holder believes is covered by every key: none was shortened.
+  for (std::size_t i = 0; i < cluster.size(); ++i)
+    EXPECT_GT(pttl(cluster[i], "redlock:res"), 8000) << "node " << i;
+}
+
+// Defect: a bare-quorum holder whose failed extend reached one of its three nodes shortened
+// that key, and so held no quorum any more until its (unchanged) deadline.
+TEST(Safety, AFailedExtendThatReachedSomeNodesKeepsTheHoldersQuorum) {
+  RedisCluster cluster(5);
+  for (std::size_t i : {3u, 4u})
+    cluster[i].command({"SET", "redlock:res", "foreign", "PX", "30000"});
+  auto config = test::fast_config(cluster);
+  Client a(config), b(config);
+  auto r = a.try_acquire("res", 10000ms);
+  ASSERT_TRUE(r) << r.message();
+  ASSERT_EQ(r.votes.yes(), 3u) << "a bare quorum: nodes 0, 1, 2";
+  auto deadline = r.lock.valid_until;
+
+  cluster[1].pause();
+  cluster[2].pause();
+  auto e = a.extend(r.lock, 300ms);  // reaches node 0; 1 and 2 time out; 3 and 4 say no
+  EXPECT_FALSE(e);
+  EXPECT_EQ(r.lock.valid_until, deadline) << "a failed extend changes nothing";
+  cluster[1].resume();  // the extend queued on 1 and 2 runs now
+  cluster[2].resume();
+  std::this_thread::sleep_for(500ms);
+  for (std::size_t i : {3u, 4u}) cluster[i].command({"DEL", "redlock:res"});
+
+  ASSERT_TRUE(r.lock.valid());
+  auto other = b.try_acquire("res", 5000ms);
+  EXPECT_EQ(other.error, Errc::not_acquired) << "two holders: " << other.message();
+  for (std::size_t i : {0u, 1u, 2u})
+    EXPECT_GT(pttl(cluster[i], "redlock:res"), 8000) << "node " << i << " key was shortened";
+}
+
+// Defect: every attempt of one acquire sent the same token, so a failed attempt's late
+// compare-and-delete could delete a later attempt's grant. Each attempt now has its own token,
+// and each clean-up names only its own attempt's token.
+TEST(Safety, EveryAttemptHasAFreshTokenAndCleansUpOnlyItsOwn) {
+  RedisCluster cluster(5);
+  for (std::size_t i : {0u, 1u, 2u})
+    cluster[i].command({"SET", "redlock:res", "foreign", "PX", "600"});
+  auto config = test::fast_config(cluster);
+  Monitor monitor(cluster[4]);
+  Client a(config);
+  auto r = a.acquire("res", 5000ms, 3000ms);
+  ASSERT_TRUE(r) << r.message();
+  ASSERT_GE(r.attempts, 2);
+
+  std::vector<std::string> acquired, cleaned;
+  for (const auto& line : monitor.drain()) {
+    auto args = monitor_args(line);
+    if (args.size() < 5 || (args[0] != "EVALSHA" && args[0] != "EVAL")) continue;
+    if (args[1] == detail::lua::acquire_sha || args[1] == detail::lua::acquire_body)
+      acquired.push_back(args[4]);
+    else if (args[1] == detail::lua::release_sha || args[1] == detail::lua::release_body)
+      cleaned.push_back(args[4]);
+  }
+  ASSERT_EQ(acquired.size(), static_cast<std::size_t>(r.attempts));
+  EXPECT_EQ(std::set<std::string>(acquired.begin(), acquired.end()).size(), acquired.size())
+      << "a token was reused across attempts";
+  EXPECT_EQ(acquired.back(), r.lock.token);
+  // Every failed attempt cleaned up with its own token, never with the granted one.
+  std::set<std::string> failed(acquired.begin(), acquired.end() - 1);
+  EXPECT_EQ(std::set<std::string>(cleaned.begin(), cleaned.end()), failed);
+}
+
+// A server that accepts connections and closes them at once (a crashing node, `maxclients`).
+class ClosingServer {
+ public:
+  ClosingServer() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        ::listen(fd_, 128) != 0 ||
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+      throw std::runtime_error("cannot listen");
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] {
+      while (!stop_) {
+        pollfd p{fd_, POLLIN, 0};
+        if (::poll(&p, 1, 20) <= 0) continue;
+        int c = ::accept(fd_, nullptr, nullptr);
+        if (c < 0) continue;
+        ::close(c);  // an orderly close, before reading anything
+      }
+    });
+  }
+  ~ClosingServer() {
+    stop_ = true;
+    thread_.join();
+    ::close(fd_);
+  }
+  std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  int fd_ = -1;
+  std::uint16_t port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// Defect: a node closing a connection while the library wrote to it killed the host process
+// with SIGPIPE. The host (a program of its own) keeps SIGPIPE's default disposition, as most
+// programs do, and hammers two real nodes and three that reset every connection.
+TEST(Safety, ASocketClosedUnderAWriteNeverKillsTheHost) {
+  RedisCluster cluster(2);
+  ClosingServer closing[3];
+  std::string nodes = cluster.node_list();
+  for (auto& c : closing) nodes += "," + c.url();
+  test::Process host({REDLOCK_FAULTY_HOST_PATH, nodes, "1500"});
+  auto result = host.wait(20s);
+  ASSERT_FALSE(result.timed_out) << "the host hung";
+  EXPECT_EQ(result.exit_code, 0) << "the host died (of a signal when -1); stderr: " << result.err;
+}
+
+// Defect: the acquire script pipelined behind a failing AUTH ran anyway, as the default user.
+TEST(Safety, NoLockCommandRunsOnAConnectionWhoseAuthFailed) {
+  RedisCluster cluster(3, {"--user", "alice", "on", ">secret", "~*", "&*", "+@all"});
+  for (std::size_t i = 0; i < cluster.size(); ++i)  // as any earlier client would have left it
+    cluster[i].command({"SCRIPT", "LOAD", detail::lua::acquire_body});
+  Client client(test::fast_config(cluster, "alice:wrong"));
+  auto r = client.try_acquire("res", 10000ms);
+  EXPECT_FALSE(r);
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(cluster.count_existing("redlock:res"), 0u)
+      << "the script ran as the default user: " << r.message();
+}
+
+// Defect: ... and behind a failing SELECT, in database 0.
+TEST(Safety, NoLockCommandRunsOnAConnectionWhoseSelectFailed) {
+  RedisCluster cluster(3);
+  std::string nodes;
+  for (std::size_t i = 0; i < cluster.size(); ++i) {
+    nodes += (i ? "," : "") + cluster[i].url() + "/20";  // 16 databases: out of range
+    cluster[i].command({"SCRIPT", "LOAD", detail::lua::acquire_body});
+  }
+  Config config = Config::from_node_list(nodes);
+  config.request_timeout = 200ms;
+  Client client(config);
+  auto r = client.try_acquire("res", 10000ms);
+  EXPECT_FALSE(r);
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(cluster.count_existing("redlock:res"), 0u)
+      << "the script ran in database 0: " << r.message();
+}
+
+// Defect: the EVAL re-sent after NOSCRIPT went to the back of the connection, behind the
+// clean-up release queued after it, and so ran after its own clean-up: a ghost key for a ttl.
+TEST(Safety, AnAcquireIsNeverRunAfterItsOwnCleanUp) {
+  RedisCluster cluster(5);
+  auto config = test::fast_config(cluster);
+  config.request_timeout = 2000ms;
+  Client a(config);
+  auto warm = a.try_acquire("warm", 1000ms);
+  ASSERT_TRUE(warm) << warm.message();
+  // Node 0 forgets the acquire script but has the release script.
+  ASSERT_EQ(cluster[0].command({"SCRIPT", "FLUSH"}), "OK");
+  ASSERT_EQ(cluster[0].command({"SCRIPT", "LOAD", detail::lua::release_body}),
+            detail::lua::release_sha);
+  for (std::size_t i : {1u, 2u, 3u})
+    cluster[i].command({"SET", "redlock:res", "foreign", "PX", "30000"});
+  // Node 0 answers late: the verdict (three no) and the clean-up come before its reply.
+  ASSERT_EQ(cluster[0].command({"CLIENT", "PAUSE", "300", "WRITE"}), "OK");
+  auto r = a.try_acquire("res", 10000ms);
+  EXPECT_EQ(r.error, Errc::not_acquired) << r.message();
+  std::this_thread::sleep_for(800ms);
+  EXPECT_EQ(cluster[0].command({"EXISTS", "redlock:res"}), "0")
+      << "the acquire ran after its own clean-up";
+}
+
+// Defect: one held lock's key of the wrong type failed the whole batched renewal, and every
+// held lock was reported lost.
+TEST(Safety, OneBadKeyDoesNotPoisonTheOtherHeldLocks) {
+  RedisCluster cluster(3);
+  auto config = test::fast_config(cluster);
+  config.watchdog_lease = 900ms;
+  Client client(config);
+  std::vector<HeldLock> locks;
+  for (int i = 0; i < 10; ++i) {
+    auto h = client.hold("res" + std::to_string(i));
+    ASSERT_TRUE(h) << h.message();
+    locks.push_back(std::move(h.lock));
+  }
+  for (std::size_t n = 0; n < cluster.size(); ++n) {
+    cluster[n].command({"DEL", "redlock:res0"});
+    cluster[n].command({"HSET", "redlock:res0", "f", "v"});
+  }
+  std::this_thread::sleep_for(1500ms);  // several renewals, past the first lease
+  EXPECT_TRUE(locks[0].lost());
+  for (int i = 1; i < 10; ++i)
+    EXPECT_TRUE(locks[i].valid()) << "lock " << i
+                                  << " lost: " << locks[i].lost_flag().reason().message();
+}
+
+// Defect: a failed attempt's clean-up published a release notice that woke the same waiter,
+// which then spun (thousands of attempts a second).
+TEST(Safety, AWaiterIsNotWokenByItsOwnCleanUp) {
+  RedisCluster cluster(5);
+  auto config = test::fast_config(cluster);
+  config.retry_delay = 200ms;
+  config.retry_jitter = 100ms;
+  for (std::size_t i : {0u, 1u, 2u})
+    cluster[i].command({"SET", "redlock:res", "holder", "PX", "3000"});
+  Client a(config);
+  auto r = a.acquire("res", 5000ms, 1000ms);
+  EXPECT_EQ(r.error, Errc::not_acquired) << r.message();
+  EXPECT_LE(r.attempts, 15) << "the waiter spun";
+}
+
+// Many independent clients (as separate processes would be) contend for one resource; every
+// critical section is recorded, and no two claimed intervals may overlap. A short hold inside
+// makes an overlap, if the lock ever allowed one, visible both as intervals and as lost updates.
+TEST(Safety, ContendingClientsNeverOverlap) {
+  RedisCluster cluster(3);
+  auto config = test::fast_config(cluster);
+  test::SectionLog log;
+  // Updated read-modify-write inside the critical section (a load, then a store: not one atomic
+  // step), so an overlap shows as a lost update; atomic only to keep the test free of UB.
+  std::atomic<int> counter{0};
+  std::atomic<int> grants{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      Client client(config);
+      for (int i = 0; i < 12; ++i) {
+        auto r = client.acquire("counter", 2000ms, 5000ms);
+        if (!r) continue;
+        test::Section s;
+        s.entered = Clock::now();
+        s.valid_until = r.lock.valid_until;
+        s.holder = t;
+        int read = counter.load();
+        std::this_thread::sleep_for(2ms);
+        counter.store(read + 1);
+        s.left = Clock::now();
+        log.add(s);
+        ++grants;
+        (void)client.release(r.lock);
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(grants.load(), 48) << "every contender was served";
+  EXPECT_EQ(test::count_overlaps(log.sections(), /*claimed=*/true), 0u);
+  EXPECT_EQ(counter.load(), grants.load()) << "lost updates";
+}
+
+}  // namespace
+}  // namespace redlock
