@@ -1,5 +1,8 @@
 #include "loop.hpp"
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <cstdio>
 
 namespace redlock::detail {
@@ -15,10 +18,20 @@ EventLoop::~EventLoop() {
 }
 
 void EventLoop::start() {
+  // The loop thread runs with every signal blocked, from its first instruction: it is created
+  // with the mask set here, and the caller's mask is restored at once. Signals meant for the host
+  // then go to the host's own threads, and a write to a socket whose peer closed (a crashed
+  // node, `maxclients`) fails with EPIPE instead of raising SIGPIPE, which would kill a host that
+  // keeps the default disposition. A SIGPIPE caused by our own write is thread-directed: it stays
+  // pending on this thread, blocked, and is discarded when the thread ends.
+  sigset_t all, caller;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &caller);
   thread_ = std::thread([this] {
     thread_id_ = std::this_thread::get_id();
     uv_run(&loop_, UV_RUN_DEFAULT);
   });
+  pthread_sigmask(SIG_SETMASK, &caller, nullptr);
 }
 
 bool EventLoop::post(Task task) {
