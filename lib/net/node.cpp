@@ -125,14 +125,15 @@ std::error_code error_from_reply_text(std::string_view text) noexcept {
 }
 
 Node::Node(uv_loop_t* loop, std::size_t index, NodeAddress address, const Config& config,
-           std::uint64_t seed, MessageSink* subscriber)
+           std::uint64_t seed, MessageSink* subscriber, std::vector<const Script*> preload)
     : loop_(loop),
       index_(index),
       address_(std::move(address)),
       label_(address_.to_string()),
       config_(config),
       rng_(seed),
-      subscriber_(subscriber) {
+      subscriber_(subscriber),
+      preload_(std::move(preload)) {
   uv_timer_init(loop_, &request_timer_);
   uv_timer_init(loop_, &connect_timer_);
   uv_timer_init(loop_, &reconnect_timer_);
@@ -263,7 +264,8 @@ void Node::connect_to(const std::string& ip) {
   current_ = conn.get();
   conns_.push_back(std::move(conn));
   state_ = State::connecting;
-  // The handshake is pipelined ahead of any user command; hiredis writes it once connected.
+  // AUTH and SELECT go first; hiredis writes them once connected. Callers' commands are held
+  // back until both succeeded (begin_session).
   for (const Command* hs : {&auth_, &select_}) {
     if (hs->args.empty()) continue;
     Pending p{hs,
@@ -273,24 +275,61 @@ void Node::connect_to(const std::string& ip) {
               Kind::handshake,
               false,
               false};
-    if (issue(*current_, p)) {
-      current_->pending.push_back(p);
-      arm_request_timer(p.deadline_ms);
-    }
+    if (issue_and_track(*current_, p)) ++current_->handshake_left;
   }
-  for (const auto& channel : channels_) issue_subscription(*current_, "SUBSCRIBE", channel);
+  if (current_->handshake_left == 0) begin_session(*current_);
   uv_timer_start(&connect_timer_, &Node::on_connect_timer,
                  static_cast<std::uint64_t>(config_.connect_timeout.count()), 0);
 }
 
 void Node::subscribe(const std::string& channel) {
   if (!channels_.insert(channel).second) return;
-  if (current_ != nullptr) issue_subscription(*current_, "SUBSCRIBE", channel);
+  if (current_ != nullptr && current_->handshake_left == 0)
+    issue_subscription(*current_, "SUBSCRIBE", channel);
 }
 
 void Node::unsubscribe(const std::string& channel) {
   if (channels_.erase(channel) == 0) return;
-  if (current_ != nullptr) issue_subscription(*current_, "UNSUBSCRIBE", channel);
+  if (current_ != nullptr && current_->handshake_left == 0)
+    issue_subscription(*current_, "UNSUBSCRIBE", channel);
+}
+
+void Node::begin_session(Conn& conn) {
+  for (const Script* script : preload_) load_script(conn, *script);
+  for (const auto& channel : channels_) issue_subscription(conn, "SUBSCRIBE", channel);
+  // Held commands go out in the order they were sent, behind the scripts they need.
+  auto held = std::move(conn.held);
+  conn.held.clear();
+  std::vector<Pending> refused;
+  for (auto& p : held)
+    if (!issue_and_track(conn, p)) refused.push_back(p);
+  if (conn.connected) uv_prepare_start(&flush_, &Node::on_flush);
+  for (auto& p : refused) {
+    NodeReply out;
+    out.error = make_error_code(Errc::connection_lost);
+    out.detail = "the connection refused the command";
+    p.sink->on_node_reply(index_, out);
+  }
+}
+
+void Node::load_script(Conn& conn, const Script& script) {
+  const char* argv[3] = {"SCRIPT", "LOAD", script.body};
+  std::size_t lens[3] = {6, 4, std::strlen(script.body)};
+  Pending p{nullptr, nullptr, 0, uv_hrtime(), Kind::internal, false, false};
+  if (redisAsyncCommandArgv(conn.ac, &Node::on_reply, &conn, 3, argv, lens) == REDIS_OK)
+    conn.pending.push_back(p);
+}
+
+void Node::fail_held(Conn& conn, std::error_code error, const std::string& detail) {
+  auto held = std::move(conn.held);
+  conn.held.clear();
+  for (auto& p : held) {
+    NodeReply out;
+    out.error = error;
+    out.detail = detail;
+    out.latency = std::chrono::microseconds((uv_hrtime() - p.sent_ns) / 1000);
+    p.sink->on_node_reply(index_, out);
+  }
 }
 
 void Node::issue_subscription(Conn& conn, const char* verb, const std::string& channel) {
@@ -334,16 +373,14 @@ void Node::on_connect(const redisAsyncContext* ac, int status) {
       self->current_ = nullptr;
       self->connection_gone(conn->close_reason, conn->close_detail, false);
     }
+    self->fail_held(*conn, conn->close_reason, conn->close_detail);
     return;
   }
   conn->connected = true;
   if (conn == self->current_) {
     uv_timer_stop(&self->connect_timer_);
     self->state_ = State::ready;
-    if (self->auth_.args.empty() && self->select_.args.empty()) {
-      self->failures_ = 0;
-      self->note_error({}, "");
-    }
+    if (self->auth_.args.empty() && self->select_.args.empty()) self->note_error({}, "");
   }
 }
 
@@ -353,7 +390,8 @@ void Node::on_disconnect(const redisAsyncContext* ac, int /*status*/) {
   if (conn != self->current_) return;  // we closed it ourselves
   self->current_ = nullptr;
   std::string detail = ac->errstr != nullptr && ac->err != 0 ? ac->errstr : "connection closed";
-  self->connection_gone(make_error_code(Errc::connection_lost), std::move(detail), true);
+  self->connection_gone(make_error_code(Errc::connection_lost), detail, conn->answered);
+  self->fail_held(*conn, make_error_code(Errc::connection_lost), detail);
 }
 
 void Node::connection_gone(std::error_code reason, std::string detail, bool was_ready) {
@@ -407,7 +445,7 @@ void Node::on_connect_timer(uv_timer_t* timer) {
 void Node::close_current(std::error_code reason, std::string detail) {
   Conn* old = current_;
   current_ = nullptr;
-  bool was_ready = old->connected;
+  bool was_ready = old->connected && old->answered;
   old->close_reason = reason;
   old->close_detail = detail;
   if (was_ready) {
@@ -419,6 +457,7 @@ void Node::close_current(std::error_code reason, std::string detail) {
   } else {
     connection_gone(reason, detail, false);
   }
+  fail_held(*old, reason, detail);
   // Runs every pending callback of `old` with a NULL reply, synchronously: we are in a libuv
   // callback, not inside hiredis.
   redisAsyncFree(old->ac);
@@ -435,11 +474,21 @@ std::error_code Node::send(const Command& command, ReplySink* sink) {
             Kind::user,
             false,
             false};
-  if (!issue(*current_, p)) return make_error_code(Errc::connection_lost);
-  current_->pending.push_back(p);
-  arm_request_timer(p.deadline_ms);
+  if (current_->handshake_left > 0) {
+    current_->held.push_back(p);  // goes out once AUTH / SELECT succeeded
+    arm_request_timer(p.deadline_ms);
+    return {};
+  }
+  if (!issue_and_track(*current_, p)) return make_error_code(Errc::connection_lost);
   if (current_->connected) uv_prepare_start(&flush_, &Node::on_flush);
   return {};
+}
+
+bool Node::issue_and_track(Conn& conn, const Pending& p) {
+  if (!issue(conn, p)) return false;
+  conn.pending.push_back(p);
+  if (p.deadline_ms != 0) arm_request_timer(p.deadline_ms);
+  return true;
 }
 
 bool Node::issue(Conn& conn, const Pending& p) {
@@ -479,11 +528,23 @@ void Node::on_request_timer(uv_timer_t* timer) {
 }
 
 void Node::check_timeouts() {
-  if (current_ == nullptr || current_->pending.empty()) return;
+  if (current_ == nullptr) return;
   auto now = uv_now(loop_);
-  bool expired = false, handshake = false;
   std::uint64_t earliest = UINT64_MAX;
+  // Held commands were never sent: one that is late fails alone, the connection stays.
+  std::vector<Pending> late;
+  for (auto it = current_->held.begin(); it != current_->held.end();) {
+    if (it->deadline_ms <= now) {
+      late.push_back(*it);
+      it = current_->held.erase(it);
+    } else {
+      earliest = std::min(earliest, it->deadline_ms);
+      ++it;
+    }
+  }
+  bool expired = false, handshake = false;
   for (auto& p : current_->pending) {
+    if (p.deadline_ms == 0) continue;  // internal: bounded by the commands around it
     if (p.deadline_ms <= now) {
       p.timed_out = true;
       expired = true;
@@ -492,18 +553,26 @@ void Node::check_timeouts() {
       earliest = p.deadline_ms;
     }
   }
-  if (!expired) {
-    arm_request_timer(earliest);
-    return;
+  if (!expired && earliest != UINT64_MAX) arm_request_timer(earliest);
+  if (expired) {
+    // Replies come in order: once a request is late, every reply on this connection is suspect.
+    // Close it, so that a late reply can never be matched to a later request.
+    if (handshake || !current_->connected)
+      close_current(make_error_code(Errc::connect_timeout),
+                    "connection or handshake took longer than " + ms_text(config_.connect_timeout));
+    else
+      close_current(make_error_code(Errc::connection_lost),
+                    "connection closed after a request timed out");
   }
-  // Replies come in order: once a request is late, every reply on this connection is suspect.
-  // Close it, so that a late reply can never be matched to a later request.
-  if (handshake || !current_->connected)
-    close_current(make_error_code(Errc::connect_timeout),
-                  "connection or handshake took longer than " + ms_text(config_.connect_timeout));
-  else
-    close_current(make_error_code(Errc::connection_lost),
-                  "connection closed after a request timed out");
+  for (auto& p : late) {
+    NodeReply out;
+    out.error = make_error_code(Errc::request_timeout);
+    std::string detail = "not sent within " + ms_text(config_.request_timeout) +
+                         ": the connection's handshake had not finished";
+    out.detail = detail;
+    out.latency = std::chrono::microseconds((uv_hrtime() - p.sent_ns) / 1000);
+    p.sink->on_node_reply(index_, out);
+  }
 }
 
 void Node::on_reply(redisAsyncContext* /*ac*/, void* reply, void* privdata) {
@@ -515,7 +584,12 @@ void Node::handle_reply(Conn& conn, const redisReply* reply) {
   assert(!conn.pending.empty());
   Pending p = conn.pending.front();
   conn.pending.pop_front();
+  if (reply != nullptr && reply->type != REDIS_REPLY_ERROR && !conn.answered) {
+    conn.answered = true;
+    failures_ = 0;
+  }
 
+  if (p.kind == Kind::internal) return;  // SCRIPT LOAD: a failure shows on the script's use
   if (p.kind == Kind::handshake) {
     if (reply == nullptr || &conn != current_) return;
     if (reply->type == REDIS_REPLY_ERROR) {
@@ -527,13 +601,13 @@ void Node::handle_reply(Conn& conn, const redisReply* reply) {
       conn.close_detail = std::string(p.command->args.front()) + ": " + text;
       current_ = nullptr;
       connection_gone(ec, conn.close_detail, false);
-      redisAsyncFree(conn.ac);  // deferred by hiredis until this callback returns
+      fail_held(conn, ec, conn.close_detail);  // never sent: no command ran on this connection
+      redisAsyncFree(conn.ac);                 // deferred by hiredis until this callback returns
       return;
     }
-    bool last = conn.pending.empty() || conn.pending.front().kind != Kind::handshake;
-    if (last) {
-      failures_ = 0;
+    if (--conn.handshake_left == 0) {
       note_error({}, "");
+      begin_session(conn);
     }
     return;
   }
@@ -556,18 +630,26 @@ void Node::handle_reply(Conn& conn, const redisReply* reply) {
   } else if (reply->type == REDIS_REPLY_ERROR) {
     std::string_view text(reply->str, reply->len);
     out.error = error_from_reply_text(text);
-    if (out.error == Errc::redis_noscript && p.command->script != nullptr && !p.as_eval &&
-        &conn == current_) {
-      // The script cache was flushed (SCRIPT FLUSH, restart): send the body once. Replies keep
-      // their order, so a release queued behind this acquire still runs after it.
-      Pending again = p;
-      again.as_eval = true;
-      again.deadline_ms =
-          uv_now(loop_) + static_cast<std::uint64_t>(config_.request_timeout.count());
-      if (issue(conn, again)) {
-        conn.pending.push_back(again);
-        arm_request_timer(again.deadline_ms);
-        return;
+    const Script* script = p.command->script;
+    if (out.error == Errc::redis_noscript && script != nullptr && !p.as_eval && &conn == current_) {
+      // The script cache was flushed (SCRIPT FLUSH): the command did not run. Every command
+      // sent after it on this connection is still waiting for its reply, so when none is, or
+      // when the script's order does not matter, sending the body now keeps the order in which
+      // commands run. Otherwise (an acquire with its own clean-up already behind it) the
+      // command fails, and the script is loaded again for the next attempt.
+      if (script->order_free || conn.pending.empty()) {
+        Pending again = p;
+        again.as_eval = true;
+        again.timed_out = false;
+        again.deadline_ms =
+            uv_now(loop_) + static_cast<std::uint64_t>(config_.request_timeout.count());
+        if (issue_and_track(conn, again)) {
+          uv_prepare_start(&flush_, &Node::on_flush);
+          return;
+        }
+      } else {
+        load_script(conn, *script);
+        uv_prepare_start(&flush_, &Node::on_flush);
       }
     }
     detail.assign(text);
@@ -590,6 +672,7 @@ void Node::shutdown() {
     current_ = nullptr;
     old->close_reason = make_error_code(Errc::shutting_down);
     old->close_detail = "client is shutting down";
+    fail_held(*old, old->close_reason, old->close_detail);
     redisAsyncFree(old->ac);
   }
   uv_close(reinterpret_cast<uv_handle_t*>(&request_timer_), nullptr);

@@ -31,6 +31,11 @@ struct Script {
   const char* name;
   const char* body;
   const char* sha;
+  // True when running the script later than commands sent after it on the same connection can
+  // never matter (it only touches keys that hold the caller's own token, and only to delete them
+  // or raise their ttl). Such a script is re-sent as EVAL after NOSCRIPT; a script that creates a
+  // lock is re-sent only when nothing was sent behind it, or it could run after its own clean-up.
+  bool order_free;
 };
 
 // A request to one node. The caller keeps it alive until its sink has been called.
@@ -76,8 +81,11 @@ class Node {
  public:
   // With a `subscriber`, the node is a pub/sub connection: it only subscribes to channels
   // (again after every reconnect) and hands messages to the sink; send() is not for it.
+  // `preload`: scripts loaded (SCRIPT LOAD) on every new connection once its handshake is done,
+  // so that EVALSHA finds them after a restart.
   Node(uv_loop_t* loop, std::size_t index, NodeAddress address, const Config& config,
-       std::uint64_t seed, MessageSink* subscriber = nullptr);
+       std::uint64_t seed, MessageSink* subscriber = nullptr,
+       std::vector<const Script*> preload = {});
   ~Node();
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
@@ -100,7 +108,9 @@ class Node {
 
  private:
   enum class State { idle, connecting, ready, backoff, shut_down };
-  enum class Kind : std::uint8_t { user, handshake };
+  // handshake: AUTH, SELECT (a failure closes the connection); internal: SCRIPT LOAD (its reply
+  // is not needed); user: a caller's command.
+  enum class Kind : std::uint8_t { user, handshake, internal };
 
   struct Pending {
     const Command* command;
@@ -115,8 +125,17 @@ class Node {
   struct Conn {
     Node* node = nullptr;
     redisAsyncContext* ac = nullptr;
-    std::deque<Pending> pending;
+    std::deque<Pending> pending;  // issued to hiredis, in order, awaiting their replies
+    // Until AUTH and SELECT have succeeded, callers' commands wait here, not on the wire: a
+    // command pipelined behind a failing AUTH or SELECT would run as the default user or in
+    // database 0.
+    std::deque<Pending> held;
+    std::size_t handshake_left = 0;  // AUTH / SELECT replies still to come
     bool connected = false;
+    // The server answered a command with something other than an error: the connection worked,
+    // so losing it is replaced at once, and the connect back-off starts again from the bottom.
+    // A server that accepts and closes (or answers only errors) never gets here.
+    bool answered = false;
     bool hiredis_done = false;  // hiredis ran its cleanup: safe to free from the loop
     void (*adapter_cleanup)(void*) = nullptr;
     std::error_code close_reason;  // why we closed it (for requests failed by the close)
@@ -139,6 +158,13 @@ class Node {
   void connect_to(const std::string& ip);
   static void on_resolved(uv_getaddrinfo_t* req, int status, addrinfo* res);
   bool issue(Conn& conn, const Pending& pending);
+  // Issues `pending` on `conn` and records it; false (nothing recorded) when hiredis refused.
+  bool issue_and_track(Conn& conn, const Pending& pending);
+  // The handshake of `conn` succeeded: preload scripts, subscribe, release held commands.
+  void begin_session(Conn& conn);
+  void load_script(Conn& conn, const Script& script);
+  // Fails every command still held on `conn` (never sent) with `error`.
+  void fail_held(Conn& conn, std::error_code error, const std::string& detail);
   void handle_reply(Conn& conn, const redisReply* reply);
   void check_timeouts();
   // Detaches and frees the current connection (not from inside a hiredis callback).
@@ -164,6 +190,7 @@ class Node {
   std::string last_error_detail_;
 
   MessageSink* subscriber_;
+  std::vector<const Script*> preload_;
   std::set<std::string> channels_;    // subscriber nodes: what to (re)subscribe to
   Command auth_;                      // AUTH [user] password, when the node has a password
   Command select_;                    // SELECT db, when db != 0

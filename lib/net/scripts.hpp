@@ -6,8 +6,10 @@
 
 namespace redlock::detail {
 
-inline constexpr Script script_acquire{"acquire", lua::acquire_body, lua::acquire_sha};
-inline constexpr Script script_renew{"renew", lua::renew_body, lua::renew_sha};
-inline constexpr Script script_release{"release", lua::release_body, lua::release_sha};
+// The acquire script creates a lock: run out of order, it could run after its own clean-up.
+inline constexpr Script script_acquire{"acquire", lua::acquire_body, lua::acquire_sha, false};
+// Renewal only raises the ttl of keys that hold the caller's token; release only deletes them.
+inline constexpr Script script_renew{"renew", lua::renew_body, lua::renew_sha, true};
+inline constexpr Script script_release{"release", lua::release_body, lua::release_sha, true};
 
 }  // namespace redlock::detail
