@@ -2,6 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -42,6 +45,99 @@ class TempDir {
 
  private:
   std::string path_;
+};
+
+// True once `pid` has ended: no such process, or a zombie that nobody has reaped yet.
+bool gone(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  if (!std::getline(f, stat)) return true;
+  auto paren = stat.rfind(')');  // "pid (comm) S ...": the name may hold anything
+  if (paren == std::string::npos || paren + 2 >= stat.size()) return true;
+  return stat[paren + 2] == 'Z' || stat[paren + 2] == 'X';
+}
+
+std::string comm_of(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/comm");
+  std::string name;
+  std::getline(f, name);
+  return name;
+}
+
+// The pids a test's command wrote to `file`, one a line.
+std::vector<pid_t> pids_in(const std::string& file) {
+  std::ifstream f(file);
+  std::vector<pid_t> pids;
+  for (long pid = 0; f >> pid;) pids.push_back(static_cast<pid_t>(pid));
+  return pids;
+}
+
+// Hygiene after a failed test: SIGKILL what its command left running, by pid, and only if it
+// is still the shell or sleep that the command started.
+void kill_leftovers(const std::vector<pid_t>& pids) {
+  for (pid_t pid : pids) {
+    auto name = comm_of(pid);
+    if (!gone(pid) && (name == "sh" || name == "sleep")) ::kill(pid, SIGKILL);
+  }
+}
+
+std::string describe(int status) {
+  if (status == -1) return "still running (killed by the test)";
+  if (WIFEXITED(status)) return "exit " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return std::string("killed by ") + ::strsignal(WTERMSIG(status));
+  return "status " + std::to_string(status);
+}
+
+// The CLI with stdout and stderr on pipes whose reading ends are closed before it starts: every
+// write to them fails with EPIPE, or raises SIGPIPE. Killed (SIGKILL) if still running when
+// destroyed.
+class ClosedOutputCli {
+ public:
+  explicit ClosedOutputCli(std::vector<std::string> args) {
+    args.insert(args.begin(), REDLOCK_CLI_PATH);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    int out[2];
+    if (::pipe(out) != 0) throw std::runtime_error("pipe failed");
+    pid_ = ::fork();
+    if (pid_ < 0) throw std::runtime_error("fork failed");
+    if (pid_ == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      ::close(out[0]);
+      ::dup2(out[1], 1);
+      ::dup2(out[1], 2);
+      ::close(out[1]);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+    ::close(out[0]);
+    ::close(out[1]);
+  }
+  ~ClosedOutputCli() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  ClosedOutputCli(const ClosedOutputCli&) = delete;
+  ClosedOutputCli& operator=(const ClosedOutputCli&) = delete;
+
+  // The wait status once it has exited, or -1 after `limit` (it is then killed).
+  int wait(std::chrono::milliseconds limit) {
+    int status = -1;
+    bool done = eventually([&] { return ::waitpid(pid_, &status, WNOHANG) == pid_; }, limit);
+    if (!done) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+      status = -1;
+    }
+    pid_ = -1;
+    return status;
+  }
+
+ private:
+  pid_t pid_ = -1;
 };
 
 class Cli : public ::testing::Test {
@@ -210,6 +306,40 @@ TEST_F(Cli, RunDoesNotHandTheNodeListToTheCommand) {
   EXPECT_TRUE(std::regex_search(r.out, std::regex("nodes=\\[unset\\] token=\\[[0-9a-f]{32}\\]")))
       << r.out;
   EXPECT_EQ(r.out.find("s3cret-pw"), std::string::npos) << "the password reached the command";
+}
+
+TEST_F(Cli, OutputToAClosedPipeDoesNotKillRedlock) {
+  // acquire: the token cannot be delivered, so the lock is given back and it exits 1.
+  int status = ClosedOutputCli({"--nodes", nodes, "acquire", "pipe"}).wait(10s);
+  ASSERT_TRUE(WIFEXITED(status)) << describe(status);
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  EXPECT_EQ(cluster.count_existing("redlock:pipe"), 0u) << "a token nobody got is released";
+
+  // The command gets SIGPIPE's default back (an ignored signal stays ignored across exec).
+  auto ign =
+      cli({"--nodes", nodes, "run", "sigign", "--", "sh", "-c", "grep SigIgn /proc/$$/status"});
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(ign.out, m, std::regex("SigIgn:\\s*([0-9a-f]+)"))) << ign.out;
+  EXPECT_EQ(std::stoull(m[1], nullptr, 16) & (1ull << (SIGPIPE - 1)), 0u) << ign.out;
+
+  // run: diagnostics to a closed stderr, then a lost lock: still the command ends, exit 4.
+  TempDir dir;
+  ClosedOutputCli run({"--nodes", nodes, "--ttl", "1000", "--request-timeout", "100", "run",
+                       "piped", "--kill-after", "300", "--", "sh", "-c",
+                       "echo $$ > " + dir / "pid" + "; while :; do sleep 0.05; done"});
+  bool started = eventually([&] { return pids_in(dir / "pid").size() == 1; }, 5s);
+  if (!started) {
+    int early = run.wait(1s);
+    FAIL() << "the command never started; redlock: " << describe(early);
+  }
+  ASSERT_TRUE(eventually([&] { return cluster.count_existing("redlock:piped") >= 2; }, 5s));
+  cluster[0].kill9();
+  cluster[1].kill9();
+  status = run.wait(10s);
+  kill_leftovers(pids_in(dir / "pid"));
+  ASSERT_TRUE(WIFEXITED(status)) << describe(status);
+  EXPECT_EQ(WEXITSTATUS(status), 4);
+  EXPECT_TRUE(gone(pids_in(dir / "pid").at(0))) << "the command was terminated";
 }
 
 }  // namespace

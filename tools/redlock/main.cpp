@@ -86,7 +86,12 @@ int do_acquire(const Globals& g, redlock::Client& client, const std::string& key
   if (wait_ms) req.wait = Milliseconds(*wait_ms);
   auto r = client.acquire(req);
   if (!r) return fail(r, "not acquired '" + key + "'");
-  std::cout << r.lock.token << std::endl;
+  if (!(std::cout << r.lock.token << std::endl)) {
+    // Nobody got the token (stdout is closed): give the lock back rather than leave it held.
+    (void)client.release(r.lock);
+    std::cerr << "redlock: cannot write the token to stdout; released '" << key << "'\n";
+    return kNotHeld;
+  }
   diag(g, "acquired '" + key + "' (key " + client.key_of(key) + ") for " +
               std::to_string(r.lock.ttl.count()) + " ms, valid for " +
               std::to_string(r.lock.validity_left().count()) + " ms after " +
@@ -113,6 +118,9 @@ int do_release(const Globals& g, redlock::Client& client, const std::string& key
               r.votes.to_string());
   return kOk;
 }
+
+// SIGPIPE's disposition when redlock started; given back to the command.
+struct sigaction g_inherited_sigpipe;
 
 struct RunOptions {
   std::optional<long> wait_ms;
@@ -204,6 +212,7 @@ int do_run(const Globals& g, redlock::Client& client, const std::string& key, co
   }
   if (child == 0) {
     ::sigprocmask(SIG_UNBLOCK, &signals, nullptr);
+    ::sigaction(SIGPIPE, &g_inherited_sigpipe, nullptr);
     environ = envp.data();
     ::execvp(argv[0], argv.data());
     std::fprintf(stderr, "redlock: cannot run '%s': %s\n", argv[0], std::strerror(errno));
@@ -272,6 +281,12 @@ int do_status(redlock::Client& client) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A closed stdout or stderr (`redlock … | head -1`) makes our writes fail with EPIPE instead
+  // of killing redlock, which must outlive its output to stop and release what it holds.
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  ::sigaction(SIGPIPE, &ignore, &g_inherited_sigpipe);
+
   CLI::App app{"redlock: a distributed lock over N independent Redis masters (Redlock)"};
   app.fallthrough();  // global options are accepted after the verb as well
   app.require_subcommand(1);
