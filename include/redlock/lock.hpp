@@ -46,10 +46,15 @@ const char* to_string(Vote v) noexcept;
 
 struct NodeVote {
   Vote vote = Vote::pending;
-  std::error_code error;                 // why it failed (Vote::failed only)
+  // Why it failed (Vote::failed); for Vote::no, set when the node found something other than a
+  // token under the key (Errc::redis_wrongtype).
+  std::error_code error;
   std::string detail;                    // the server's error text or the connection error
   std::chrono::microseconds latency{0};  // request to answer, when it answered
   Milliseconds holder_ttl{-1};           // acquire, Vote::no: the other holder's remaining ttl
+  // Acquire, Vote::no: an opaque name of the other holder (a digest of its token, never the
+  // token), the same on every node it holds: tells a real holder from a split vote.
+  std::string holder;
 };
 
 // Per-node votes of the last attempt of an operation, in the order of Config::nodes.

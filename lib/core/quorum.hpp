@@ -8,9 +8,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "redlock/config.hpp"
 #include "redlock/errors.hpp"
+#include "redlock/lock.hpp"
 
 namespace redlock::detail {
 
@@ -54,11 +58,59 @@ inline bool still_valid(Clock::time_point now, Clock::time_point deadline) noexc
   return now < deadline;
 }
 
-// A fresh deadline from a successful extend may never be earlier than what the holder
-// already had, and a failed extend keeps the previous deadline: one rule, max.
+// The one validity check of every quorum that grants or prolongs a lock (acquire, extend,
+// renewal): the requests left at `sent`, the quorum was complete at `now`. The deadline it
+// grants, or nullopt when that deadline has already passed (then the quorum is worth nothing).
+inline std::optional<Clock::time_point> granted_deadline(Clock::time_point sent,
+                                                         Clock::time_point now, Milliseconds ttl,
+                                                         double drift_factor) noexcept {
+  auto deadline = validity_deadline(sent, ttl, drift_factor);
+  if (!still_valid(now, deadline)) return std::nullopt;
+  return deadline;
+}
+
+// The deadline a holder may believe after an extend or a renewal. The extend script never
+// shortens a key's ttl on a node (it only raises it), so the keys that guaranteed `previous`
+// still guarantee it whatever the extend did on each node (granted, refused, or reached only
+// some); a won extend adds its own guarantee `fresh`. So: the later of the two. A failed extend
+// keeps `previous`.
 inline Clock::time_point extended_deadline(Clock::time_point previous,
                                            std::optional<Clock::time_point> fresh) noexcept {
   return fresh && *fresh > previous ? *fresh : previous;
+}
+
+// After a refused acquire: could some other holder hold a quorum of the nodes? Counts, for each
+// holder named by a "no" vote, the nodes that named it, and adds every node that named nobody
+// (failed, not heard from, or a "no" without a name), since any of those may hold it too.
+// False means a split vote: contenders each hold some nodes and none holds a quorum, so nobody
+// will publish a release; waiting for a release notice would only wait for the fallback.
+inline bool held_elsewhere(const std::vector<NodeVote>& votes, std::size_t quorum) {
+  std::unordered_map<std::string, std::size_t> by_holder;
+  std::size_t unnamed = 0, best = 0;
+  for (const auto& v : votes) {
+    if (v.vote == Vote::yes) continue;
+    if (v.vote == Vote::no && !v.holder.empty())
+      best = std::max(best, ++by_holder[v.holder]);
+    else
+      ++unnamed;
+  }
+  return best + unnamed >= quorum;
+}
+
+// Delay before retrying after a split vote. Every contender released what it got, so the nodes
+// are free again within a round trip; contenders that were closer to a quorum retry first (one
+// step of `unit` per missing vote), with a random spread that doubles with every split in a row
+// so that the next round tends to have one winner, capped at `cap`.
+inline Milliseconds split_backoff(std::size_t yes, std::size_t quorum, int splits_in_a_row,
+                                  Milliseconds unit, Milliseconds cap,
+                                  std::uint64_t random) noexcept {
+  auto missing = quorum > yes ? quorum - yes : 1;
+  auto rank = unit * static_cast<std::int64_t>(missing - 1);
+  auto window = unit;
+  for (int i = 1; i < splits_in_a_row && window < cap; ++i) window *= 2;
+  auto span = static_cast<std::uint64_t>(window.count()) + 1;
+  auto d = rank + Milliseconds(static_cast<std::int64_t>(random % span));
+  return d < cap ? d : cap;
 }
 
 // Delay before the next acquire attempt: base + uniform[0, jitter], from a random draw.

@@ -16,7 +16,7 @@ using namespace std::chrono_literals;
 
 bool is_int(const redisReply* r) { return r != nullptr && r->type == REDIS_REPLY_INTEGER; }
 
-// {1} granted, {0, pttl} held by another token.
+// {1} granted, {0, pttl, holder} held by another token.
 void classify_acquire(const redisReply* r, const Command&, NodeVote* votes, std::size_t) {
   if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 || !is_int(r->element[0])) return;
   if (r->element[0]->integer == 1) {
@@ -26,6 +26,8 @@ void classify_acquire(const redisReply* r, const Command&, NodeVote* votes, std:
   votes[0].vote = Vote::no;
   if (r->elements >= 2 && is_int(r->element[1]))
     votes[0].holder_ttl = Milliseconds(r->element[1]->integer);
+  if (r->elements >= 3 && r->element[2]->type == REDIS_REPLY_STRING)
+    votes[0].holder.assign(r->element[2]->str, r->element[2]->len);
 }
 
 // Number of keys deleted: yes only when every key still held our token.
@@ -58,10 +60,18 @@ std::string info_field(const std::string& info, const std::string& field) {
 
 }  // namespace
 
+// One integer per lock: 1 renewed, 0 not ours, -1 a key of another type (not ours either).
 void classify_renew(const redisReply* r, const Command&, NodeVote* votes, std::size_t items) {
   if (r->type != REDIS_REPLY_ARRAY || r->elements != items) return;
-  for (std::size_t i = 0; i < items; ++i)
-    if (is_int(r->element[i])) votes[i].vote = r->element[i]->integer == 1 ? Vote::yes : Vote::no;
+  for (std::size_t i = 0; i < items; ++i) {
+    if (!is_int(r->element[i])) continue;
+    auto state = r->element[i]->integer;
+    votes[i].vote = state == 1 ? Vote::yes : Vote::no;
+    if (state == -1) {
+      votes[i].error = make_error_code(Errc::redis_wrongtype);
+      votes[i].detail = "a key of the lock holds a value of another type";
+    }
+  }
 }
 
 void deliver_guarded(const char* what, const std::function<void()>& call) noexcept {
@@ -195,13 +205,12 @@ void FanOut::maybe_finish() {
 
 class Coordinator::AcquireJob final : public Waiter {
  public:
-  AcquireJob(Coordinator& co, AcquireRequest request, Milliseconds ttl, std::string token,
+  AcquireJob(Coordinator& co, AcquireRequest request, Milliseconds ttl,
              Client::AcquireCallback done)
       : co_(co),
         id_(co.next_job_id_++),
         resources_(std::move(request.resources)),
         keys_(co.keys_of(resources_)),
-        token_(std::move(token)),
         ttl_(ttl),
         done_(std::move(done)),
         cancel_(std::move(request.cancel)) {
@@ -264,11 +273,22 @@ class Coordinator::AcquireJob final : public Waiter {
 
  private:
   void attempt() {
+    // Every attempt has a token of its own. A failed attempt's clean-up may still be on its way
+    // (on a connection being replaced, or behind a slow node) when a later attempt is granted;
+    // with one token for both it would delete that grant, and the holder would believe in a
+    // quorum that no longer exists.
+    if (auto ec = new_token(token_)) {
+      AcquireResult r;
+      r.error = ec;
+      r.detail = "cannot draw a random token";
+      r.attempts = attempts_;
+      r.votes = last_votes_;
+      finish(std::move(r));
+      return;
+    }
     ++attempts_;
     in_attempt_ = true;
     woken_ = false;
-    // Every attempt of one acquire uses the same token: a late "yes" from an earlier attempt
-    // is then simply ours.
     Command command{&script_acquire, keys_, {token_, ms_arg(ttl_)}};
     FanOut::start(co_, std::move(command), 1, classify_acquire,
                   [this](FanOut& f, std::size_t) { on_attempt(f); });
@@ -281,22 +301,23 @@ class Coordinator::AcquireJob final : public Waiter {
     r.votes = f.votes();
     r.attempts = attempts_;
     if (f.verdict() == Verdict::won) {
-      auto valid_until = validity_deadline(f.started(), ttl_, co_.config().drift_factor);
-      if (still_valid(now, valid_until) && !co_.shutting_down() && !stop_reason_) {
+      auto valid_until = granted_deadline(f.started(), now, ttl_, co_.config().drift_factor);
+      if (valid_until && !co_.shutting_down() && !stop_reason_) {
         r.lock.resources = resources_;
         r.lock.token = token_;
-        r.lock.valid_until = valid_until;
+        r.lock.valid_until = *valid_until;
         r.lock.ttl = ttl_;
         finish(std::move(r));
         return;
       }
-      r.error = make_error_code(Errc::validity_expired);
+      r.error = make_error_code(valid_until ? Errc::shutting_down : Errc::validity_expired);
     } else {
       r.error = make_error_code(f.tally().loss_reason(Errc::not_acquired));
     }
-    // A failed attempt may have left our token on some nodes, or may still do so on nodes that
-    // have not answered: compare-and-delete everywhere, queued behind the acquire.
-    co_.release_everywhere(keys_, token_);
+    // A failed attempt may have left its token on some nodes, or may still do so on nodes that
+    // have not answered: compare-and-delete everywhere, queued behind the acquire. Silently: a
+    // clean-up is no release, and must wake no waiter (this one included).
+    co_.release_everywhere(keys_, token_, /*announce=*/false);
     last_votes_ = r.votes;
     if (co_.shutting_down() || stop_reason_) {
       r.error = make_error_code(co_.shutting_down() ? Errc::shutting_down : *stop_reason_);
@@ -311,8 +332,15 @@ class Coordinator::AcquireJob final : public Waiter {
     }
     const auto& config = co_.config();
     auto delay = retry_delay(config.retry_delay, config.retry_jitter, co_.rng()());
-    if (waits_ && r.error == Errc::not_acquired) {
-      listen();
+    bool split = r.error == Errc::not_acquired && !held_elsewhere(r.votes.nodes, r.votes.quorum);
+    splits_ = split ? splits_ + 1 : 0;
+    if (waits_ && r.error == Errc::not_acquired) listen();
+    if (split) {
+      // Nobody holds a quorum: every contender is releasing what it got, and no release notice
+      // will come. Retry soon, those closer to a quorum first, spread at random.
+      delay = split_backoff(r.votes.yes(), r.votes.quorum, splits_, 1ms, config.retry_delay,
+                            co_.rng()());
+    } else if (waits_ && r.error == Errc::not_acquired) {
       if (woken_) {
         delay = Milliseconds(0);  // a notice came in while we were asking
       } else {
@@ -365,6 +393,7 @@ class Coordinator::AcquireJob final : public Waiter {
   std::optional<Clock::time_point> deadline_;
   int attempts_ = 0;
   int unreachable_ = 0;
+  int splits_ = 0;  // split votes in a row
   bool in_attempt_ = false;
   bool woken_ = false;
   bool listening_ = false;
@@ -381,7 +410,9 @@ Coordinator::Coordinator(uv_loop_t* loop, const Config& config)
     : loop_(loop), config_(config), rng_(random_seed()), waiters_(*this), watchdog_(*this) {
   auto addresses = std::make_shared<std::vector<std::string>>();
   for (std::size_t i = 0; i < config_.nodes.size(); ++i) {
-    nodes_.push_back(std::make_unique<Node>(loop_, i, config_.nodes[i], config_, rng_()));
+    nodes_.push_back(std::make_unique<Node>(
+        loop_, i, config_.nodes[i], config_, rng_(), nullptr,
+        std::vector<const Script*>{&script_acquire, &script_renew, &script_release}));
     addresses->push_back(nodes_.back()->address());
   }
   addresses_ = std::move(addresses);
@@ -435,9 +466,10 @@ std::vector<std::string> Coordinator::keys_of(const std::vector<std::string>& re
   return keys;
 }
 
-void Coordinator::release_everywhere(const std::vector<std::string>& keys,
-                                     const std::string& token) {
-  FanOut::start(*this, Command{&script_release, keys, {token}}, 1, classify_release, nullptr);
+void Coordinator::release_everywhere(const std::vector<std::string>& keys, const std::string& token,
+                                     bool announce) {
+  FanOut::start(*this, Command{&script_release, keys, {token, announce ? "1" : "0"}}, 1,
+                classify_release, nullptr);
 }
 
 Command Coordinator::renew_command(const std::vector<const Lease*>& leases) {
@@ -447,15 +479,7 @@ Command Coordinator::renew_command(const std::vector<const Lease*>& leases) {
 }
 
 void Coordinator::acquire(AcquireRequest request, Milliseconds ttl, Client::AcquireCallback done) {
-  std::string token;
-  if (auto ec = new_token(token)) {
-    AcquireResult r;
-    r.error = ec;
-    r.detail = "cannot draw a random token";
-    deliver_guarded("acquire", [&] { done(std::move(r)); });
-    return;
-  }
-  (new AcquireJob(*this, std::move(request), ttl, std::move(token), std::move(done)))->begin();
+  (new AcquireJob(*this, std::move(request), ttl, std::move(done)))->begin();
 }
 
 void Coordinator::cancel(std::uint64_t job_id) {
@@ -499,8 +523,8 @@ void Coordinator::extend(Lock lock, Milliseconds ttl, Client::ExtendCallback don
                   r.votes = f.votes();
                   r.valid_until = previous;
                   if (f.verdict() == Verdict::won) {
-                    auto fresh = validity_deadline(f.started(), ttl, drift);
-                    if (still_valid(Clock::now(), fresh))
+                    auto fresh = granted_deadline(f.started(), Clock::now(), ttl, drift);
+                    if (fresh)
                       r.valid_until = extended_deadline(previous, fresh);
                     else
                       r.error = make_error_code(Errc::validity_expired);
@@ -512,7 +536,7 @@ void Coordinator::extend(Lock lock, Milliseconds ttl, Client::ExtendCallback don
 }
 
 void Coordinator::release(Lock lock, Client::ReleaseCallback done) {
-  Command command{&script_release, keys_of(lock.resources), {lock.token}};
+  Command command{&script_release, keys_of(lock.resources), {lock.token, "1"}};
   FanOut::start(*this, std::move(command), 1, classify_release,
                 [done = std::move(done)](FanOut& f, std::size_t) {
                   ReleaseResult r;

@@ -107,8 +107,10 @@ class Coordinator {
     return addresses_;
   }
   std::vector<std::string> keys_of(const std::vector<std::string>& resources) const;
-  // Sends compare-and-delete for `token` to every node; nobody waits for the answer.
-  void release_everywhere(const std::vector<std::string>& keys, const std::string& token);
+  // Sends compare-and-delete for `token` to every node; nobody waits for the answer. With
+  // `announce`, each deletion is published on the key's release channel (a real release).
+  void release_everywhere(const std::vector<std::string>& keys, const std::string& token,
+                          bool announce);
   // The renew script for locks (keys lock after lock), as one command.
   static Command renew_command(const std::vector<const Lease*>& leases);
 

@@ -103,8 +103,9 @@ void Watchdog::renew(std::vector<std::shared_ptr<Lease>> batch) {
                   auto now = Clock::now();
                   const auto& config = coordinator_.config();
                   if (f.verdict(i) == Verdict::won) {
-                    auto fresh = validity_deadline(f.started(), lease->ttl, config.drift_factor);
-                    if (still_valid(now, fresh)) {
+                    auto fresh =
+                        granted_deadline(f.started(), now, lease->ttl, config.drift_factor);
+                    if (fresh) {
                       lease->set_valid_until(extended_deadline(lease->valid_until(), fresh));
                       lease->next_renewal = f.started() + lease->ttl / 3;
                       schedule();

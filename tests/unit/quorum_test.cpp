@@ -102,11 +102,77 @@ TEST(Validity, QuorumAtOrAfterTheDeadlineIsAFailure) {
   EXPECT_TRUE(still_valid(t0, tiny));
 }
 
+// The one check shared by acquire, extend and renewal: a quorum that completes at or after its
+// deadline grants nothing; before it, it grants exactly the deadline computed from `sent`.
+TEST(Validity, GrantedDeadlineIsTheValidityDeadlineOnlyWhileItIsOpen) {
+  Clock::time_point sent{};
+  auto deadline = validity_deadline(sent, 1'000ms, 0.01);
+  EXPECT_EQ(granted_deadline(sent, sent, 1'000ms, 0.01), deadline);
+  EXPECT_EQ(granted_deadline(sent, deadline - 1ns, 1'000ms, 0.01), deadline);
+  EXPECT_FALSE(granted_deadline(sent, deadline, 1'000ms, 0.01));
+  EXPECT_FALSE(granted_deadline(sent, sent + 5s, 1'000ms, 0.01));
+  // The deadline counts from when the requests left, never from when the answers came.
+  EXPECT_EQ(granted_deadline(sent, sent + 900ms, 1'000ms, 0.01), deadline);
+}
+
 TEST(Validity, ExtendNeverShortensAndFailureKeepsThePreviousDeadline) {
   Clock::time_point prev = Clock::time_point{} + 5s;
   EXPECT_EQ(extended_deadline(prev, std::nullopt), prev);
   EXPECT_EQ(extended_deadline(prev, prev + 1s), prev + 1s);
   EXPECT_EQ(extended_deadline(prev, prev - 1s), prev);
+}
+
+NodeVote no_by(std::string holder) {
+  NodeVote v;
+  v.vote = Vote::no;
+  v.holder = std::move(holder);
+  return v;
+}
+NodeVote vote(Vote kind) {
+  NodeVote v;
+  v.vote = kind;
+  return v;
+}
+
+// A refused acquire waits for a release notice only when some holder may hold a quorum; when
+// contenders split the nodes and none can, nobody will ever publish a release.
+TEST(SplitVote, ARealHolderIsToldFromASplit) {
+  // 5 nodes, quorum 3. One holder on three nodes: held.
+  EXPECT_TRUE(
+      held_elsewhere({no_by("a"), no_by("a"), no_by("a"), vote(Vote::yes), vote(Vote::yes)}, 3));
+  // Two contenders on two nodes each, we have one: split.
+  EXPECT_FALSE(
+      held_elsewhere({no_by("a"), no_by("a"), no_by("b"), no_by("b"), vote(Vote::yes)}, 3));
+  // Two nodes for one holder plus a node that did not answer: it might hold a quorum.
+  EXPECT_TRUE(held_elsewhere(
+      {no_by("a"), no_by("a"), vote(Vote::pending), vote(Vote::yes), vote(Vote::yes)}, 3));
+  EXPECT_TRUE(
+      held_elsewhere({no_by("a"), no_by("a"), vote(Vote::failed), no_by("b"), vote(Vote::yes)}, 3));
+  // A "no" that names nobody (an old server reply) counts for any holder.
+  EXPECT_TRUE(
+      held_elsewhere({no_by(""), no_by("a"), no_by("a"), vote(Vote::yes), vote(Vote::yes)}, 3));
+  // Three contenders on 7 nodes, quorum 4: 3 + 2 + 1 and our 1: split.
+  EXPECT_FALSE(held_elsewhere(
+      {no_by("a"), no_by("a"), no_by("a"), no_by("b"), no_by("b"), no_by("c"), vote(Vote::yes)},
+      4));
+  // A single node, held by another: held.
+  EXPECT_TRUE(held_elsewhere({no_by("a")}, 1));
+}
+
+TEST(SplitVote, BackoffRanksCloserContendersFirstAndSpreadsGrowUpToTheCap) {
+  // With one vote short, the first retry comes within one unit.
+  for (std::uint64_t r : {0ull, 1ull, 5ull, ~0ull})
+    EXPECT_LE(split_backoff(2, 3, 1, 1ms, 200ms, r), 1ms);
+  // Two votes short: never before one unit.
+  for (std::uint64_t r : {0ull, 1ull, 5ull, ~0ull}) {
+    EXPECT_GE(split_backoff(1, 3, 1, 1ms, 200ms, r), 1ms);
+    EXPECT_LE(split_backoff(1, 3, 1, 1ms, 200ms, r), 2ms);
+  }
+  // Splits in a row widen the spread; the cap bounds it.
+  EXPECT_EQ(split_backoff(2, 3, 5, 1ms, 200ms, 16), 16ms);
+  EXPECT_LE(split_backoff(2, 3, 5, 1ms, 200ms, ~0ull), 16ms);
+  for (std::uint64_t r : {0ull, 77ull, ~0ull})
+    EXPECT_LE(split_backoff(0, 5, 40, 1ms, 200ms, r), 200ms);
 }
 
 TEST(Retry, DelayStaysWithinBasePlusJitter) {
