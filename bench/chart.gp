@@ -6,7 +6,7 @@ set terminal pngcairo size 1400,1000 font "sans,10"
 set output dir . "/chart.png"
 set datafile missing "NaN"
 set datafile separator "\t"
-set key bottom right
+set key outside top center horizontal
 set grid ytics
 set multiplot layout 2,2 title title font "sans,13"
 # rows(f): data lines in a file (a panel without data says so instead of failing the chart)
