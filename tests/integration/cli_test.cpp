@@ -342,5 +342,33 @@ TEST_F(Cli, OutputToAClosedPipeDoesNotKillRedlock) {
   EXPECT_TRUE(gone(pids_in(dir / "pid").at(0))) << "the command was terminated";
 }
 
+TEST_F(Cli, RunWaitingForTheLockEndsOnSigtermAndSigint) {
+  auto held = cli({"--nodes", nodes, "--ttl", "30000", "acquire", "queue"});
+  ASSERT_EQ(held.exit_code, 0) << held.err;
+  // A waiter listens for release notices: subscribed means it is waiting.
+  auto waiters = [&] {
+    auto reply = cluster[0].command({"PUBSUB", "NUMSUB", "redlock:queue:released"});
+    return reply.substr(reply.find('\n') + 1);
+  };
+  TempDir dir;
+  for (int sig : {SIGTERM, SIGINT}) {
+    SCOPED_TRACE(::strsignal(sig));
+    ASSERT_TRUE(eventually([&] { return waiters() == "0"; }));
+    Process p({REDLOCK_CLI_PATH, "--nodes", nodes, "run", "queue", "--wait", "20000", "--", "touch",
+               dir / "ran"});
+    ASSERT_TRUE(eventually([&] { return waiters() == "1"; }, 5s));
+    auto start = std::chrono::steady_clock::now();
+    p.signal(sig);
+    auto r = p.wait(5s);
+    ASSERT_FALSE(r.timed_out) << "still waiting for the lock";
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
+    EXPECT_EQ(r.exit_code, 128 + sig) << r.err;
+    EXPECT_NE(r.err.find("cancelled"), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(dir / "ran")) << "the command did not run";
+  }
+  EXPECT_EQ(cluster.count_holding("redlock:queue", held.out.substr(0, 32)), 3u)
+      << "the other holder's lock is untouched";
+}
+
 }  // namespace
 }  // namespace redlock::test

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <CLI/CLI.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -16,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -129,13 +131,73 @@ struct RunOptions {
   std::vector<std::string> command;
 };
 
-// Signals `run` handles in its main thread; blocked in every thread (set before the client's
-// loop thread starts, which inherits the mask) and unblocked in the child.
+constexpr int kLostSignal = SIGUSR1;  // raised by the lock-lost callback
+constexpr int kHoldDone = SIGUSR2;    // raised by the thread that waited for the lock
+
+// Signals `run` takes in its main thread with sigtimedwait; blocked in every thread (set before
+// the client's loop thread starts, which inherits the mask) and unblocked in the child.
 sigset_t run_signals() {
   sigset_t set;
   sigemptyset(&set);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD, SIGUSR1}) sigaddset(&set, sig);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD, kLostSignal, kHoldDone})
+    sigaddset(&set, sig);
   return set;
+}
+
+// The signals that stop a waiting `run`, and that a running one passes to its command.
+bool is_termination(int sig) {
+  return sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT;
+}
+
+const char* signal_name(int sig) {
+  switch (sig) {
+    case SIGINT:
+      return "SIGINT";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGHUP:
+      return "SIGHUP";
+    case SIGQUIT:
+      return "SIGQUIT";
+    default:
+      return "a signal";
+  }
+}
+
+// Client::hold() in a helper thread while this thread takes the signals: SIGINT, SIGTERM,
+// SIGHUP or SIGQUIT cancel the wait at once. `*cancelled_by` is that signal (0: none); a lock
+// granted as the signal came is returned held, for the caller to release.
+redlock::HoldResult hold_cancellable(redlock::Client& client, redlock::AcquireRequest req,
+                                     int* cancelled_by) {
+  redlock::CancelToken cancel;
+  req.cancel = cancel;
+  redlock::HoldResult held;
+  std::atomic<bool> done{false};
+  std::thread waiter([&] {
+    held = client.hold(std::move(req), [](std::error_code) { ::kill(::getpid(), kLostSignal); });
+    done = true;
+    ::kill(::getpid(), kHoldDone);
+  });
+  sigset_t signals = run_signals();
+  *cancelled_by = 0;
+  while (!done) {  // hold() ends by itself: --wait, no quorum, or the cancel below
+    timespec tick{0, 100'000'000};
+    int sig = ::sigtimedwait(&signals, nullptr, &tick);
+    if (is_termination(sig) && *cancelled_by == 0) {
+      *cancelled_by = sig;
+      cancel.cancel();
+    }
+  }
+  waiter.join();
+  if (*cancelled_by == 0) {  // one that came with the grant, not yet taken
+    sigset_t termination;
+    sigemptyset(&termination);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&termination, sig);
+    timespec now{0, 0};
+    int sig = ::sigtimedwait(&termination, nullptr, &now);
+    if (sig > 0) *cancelled_by = sig;
+  }
+  return held;
 }
 
 long long unix_ms_of(redlock::Clock::time_point t) {
@@ -185,7 +247,14 @@ int exit_status_of(int status) {
 int do_run(const Globals& g, redlock::Client& client, const std::string& key, const RunOptions& o) {
   redlock::AcquireRequest req({key});  // no ttl: the watchdog lease (--ttl), renewed
   if (o.wait_ms) req.wait = redlock::Milliseconds(*o.wait_ms);
-  auto held = client.hold(std::move(req), [](std::error_code) { ::kill(::getpid(), SIGUSR1); });
+  int cancelled_by = 0;
+  auto held = hold_cancellable(client, std::move(req), &cancelled_by);
+  if (cancelled_by != 0) {
+    if (held) (void)held.lock.release();
+    std::cerr << "redlock: waiting for '" << key << "' cancelled by " << signal_name(cancelled_by)
+              << "; the command was not started\n";
+    return 128 + cancelled_by;
+  }
   if (!held) {
     int code = fail(held, "not acquired '" + key + "'");
     if (held.error == Errc::not_acquired && o.conflict_exit_code) code = *o.conflict_exit_code;
@@ -231,7 +300,7 @@ int do_run(const Globals& g, redlock::Client& client, const std::string& key, co
       // sent to us alone (kill, a supervisor) is passed on.
       if (info.si_code == SI_USER || info.si_code == SI_QUEUE) ::kill(child, sig);
     }
-    if (!lost && (sig == SIGUSR1 || !lock.valid())) {
+    if (!lost && (sig == kLostSignal || !lock.valid())) {
       lost = true;
       std::cerr << "redlock: lock on '" << key << "' lost (" << lock.lost_flag().reason().message()
                 << "): terminating the command\n";
