@@ -313,6 +313,39 @@ TEST(Safety, AWaiterIsNotWokenByItsOwnCleanUp) {
   EXPECT_LE(r.attempts, 15) << "the waiter spun";
 }
 
+// Every node answers yes, but only after the lock's validity window has closed: that quorum is
+// worth nothing. (The suite used to pass with this check deleted.)
+TEST(Safety, AQuorumThatArrivesAfterTheValidityWindowGrantsNothing) {
+  RedisCluster cluster(3);
+  auto config = test::fast_config(cluster);
+  config.request_timeout = 3000ms;
+  Client a(config);
+  ASSERT_TRUE(a.try_acquire("warm", 1000ms));
+  for (std::size_t i = 0; i < cluster.size(); ++i)
+    ASSERT_EQ(cluster[i].command({"CLIENT", "PAUSE", "700", "WRITE"}), "OK");
+  auto r = a.try_acquire("res", 400ms);
+  EXPECT_EQ(r.error, Errc::validity_expired) << r.message();
+  EXPECT_GE(r.votes.yes(), 2u) << "the nodes did say yes, too late";
+  EXPECT_FALSE(r.lock.valid());
+  EXPECT_TRUE(eventually([&] { return cluster.count_existing("redlock:res") == 0u; }))
+      << "the late grants were cleaned up";
+}
+
+TEST(Safety, AnExtendWhoseQuorumArrivesAfterItsWindowGrantsNothing) {
+  RedisCluster cluster(3);
+  auto config = test::fast_config(cluster);
+  config.request_timeout = 3000ms;
+  Client a(config);
+  auto r = a.try_acquire("res", 10000ms);
+  ASSERT_TRUE(r) << r.message();
+  auto deadline = r.lock.valid_until;
+  for (std::size_t i = 0; i < cluster.size(); ++i)
+    ASSERT_EQ(cluster[i].command({"CLIENT", "PAUSE", "700", "WRITE"}), "OK");
+  auto e = a.extend(r.lock, 400ms);
+  EXPECT_EQ(e.error, Errc::validity_expired) << e.message();
+  EXPECT_EQ(r.lock.valid_until, deadline);
+}
+
 // Many independent clients (as separate processes would be) contend for one resource; every
 // critical section is recorded, and no two claimed intervals may overlap. A short hold inside
 // makes an overlap, if the lock ever allowed one, visible both as intervals and as lost updates.
