@@ -2,7 +2,11 @@
 # `apt-get update` runs at most once, and only when something is missing.
 
 REDLOCK_PACKAGES_BUILD="g++ cmake ninja-build libhiredis-dev libuv1-dev libcli11-dev"
-REDLOCK_PACKAGES_TEST="libgtest-dev libgmock-dev libbenchmark-dev redis-server redis-tools clang"
+# Tests: GoogleTest, real redis-server processes, clang for the sanitizers, python3 for the
+# mutation check (tools/mutants.py), nftables and iproute2 for the chaos suite's partitions.
+REDLOCK_PACKAGES_TEST="libgtest-dev libgmock-dev libbenchmark-dev redis-server redis-tools clang python3 nftables iproute2"
+# Benchmarks: gnuplot draws the chart, python3 writes the report, iproute2 gives `ss`.
+REDLOCK_PACKAGES_BENCH="gnuplot-nox python3 iproute2"
 
 redlock_ensure_packages() {
   local missing=() pkg
