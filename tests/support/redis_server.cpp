@@ -77,10 +77,26 @@ bool reap(pid_t pid, std::chrono::milliseconds limit) {
   }
 }
 
+// This process's environment with `extra` ("NAME=value") added; an extra entry replaces an
+// inherited one of the same name.
+std::vector<std::string> merged_environment(const std::vector<std::string>& extra) {
+  auto name_of = [](const std::string& entry) { return entry.substr(0, entry.find('=')); };
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string entry = *e;
+    bool replaced = false;
+    for (const auto& x : extra) replaced = replaced || name_of(x) == name_of(entry);
+    if (!replaced) env.push_back(std::move(entry));
+  }
+  env.insert(env.end(), extra.begin(), extra.end());
+  return env;
+}
+
 }  // namespace
 
-RedisServer::RedisServer(std::vector<std::string> extra_args, std::string password)
-    : extra_args_(std::move(extra_args)), password_(std::move(password)) {
+RedisServer::RedisServer(std::vector<std::string> extra_args, std::string password,
+                         std::vector<std::string> env)
+    : extra_args_(std::move(extra_args)), password_(std::move(password)), env_(std::move(env)) {
   char tmpl[] = "/tmp/redlock-test-XXXXXX";
   if (::mkdtemp(tmpl) == nullptr) throw std::runtime_error("mkdtemp failed");
   dir_ = tmpl;
@@ -116,6 +132,10 @@ void RedisServer::start() {
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
+  std::vector<std::string> env_strings = merged_environment(env_);
+  std::vector<char*> envp;
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
   pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error("fork failed");
@@ -127,7 +147,7 @@ void RedisServer::start() {
       ::dup2(devnull, 0);
       ::dup2(devnull, 1);
     }
-    ::execvp("redis-server", argv.data());
+    ::execvpe("redis-server", argv.data(), envp.data());
     ::_exit(127);
   }
   pid_ = pid;
@@ -214,10 +234,12 @@ std::string RedisServer::command(const std::vector<std::string>& argv) const {
   return text;
 }
 
-RedisCluster::RedisCluster(std::size_t n, std::vector<std::string> extra_args,
-                           std::string password) {
+RedisCluster::RedisCluster(std::size_t n, std::vector<std::string> extra_args, std::string password,
+                           std::vector<std::vector<std::string>> env_per_node) {
   for (std::size_t i = 0; i < n; ++i)
-    servers_.push_back(std::make_unique<RedisServer>(extra_args, password));
+    servers_.push_back(std::make_unique<RedisServer>(
+        extra_args, password,
+        i < env_per_node.size() ? env_per_node[i] : std::vector<std::string>{}));
 }
 
 std::string RedisCluster::node_list(const std::string& credentials) const {

@@ -17,8 +17,12 @@ namespace redlock::test {
 
 class RedisServer {
  public:
-  // Extra arguments go to redis-server's command line, e.g. {"--requirepass", "pw"}.
-  explicit RedisServer(std::vector<std::string> extra_args = {}, std::string password = {});
+  // Extra arguments go to redis-server's command line, e.g. {"--requirepass", "pw"}; later
+  // arguments override earlier ones, so {"--appendonly", "yes"} turns persistence on. `env`
+  // entries ("NAME=value") are added to redis-server's environment, replacing inherited ones of
+  // the same name (e.g. LD_PRELOAD for a clock shim).
+  explicit RedisServer(std::vector<std::string> extra_args = {}, std::string password = {},
+                       std::vector<std::string> env = {});
   ~RedisServer();
   RedisServer(const RedisServer&) = delete;
   RedisServer& operator=(const RedisServer&) = delete;
@@ -29,11 +33,20 @@ class RedisServer {
   std::string address() const;  // "127.0.0.1:port"
   std::string url() const;      // "redis://127.0.0.1:port" (no credentials)
 
+  // Its working directory (data files, redis.log), kept across restarts.
+  const std::string& dir() const { return dir_; }
+  // The environment entries for the next start (restart()); the running process keeps its own.
+  void set_env(std::vector<std::string> env) { env_ = std::move(env); }
+  const std::vector<std::string>& env() const { return env_; }
+
   void kill9();    // SIGKILL and reap: the data is gone
   void stop();     // SIGTERM, then SIGKILL after 5 s; reaped
   void pause();    // SIGSTOP
   void resume();   // SIGCONT
-  void restart();  // a new process on the same port, empty
+  void restart();  // a new process on the same port, empty unless persistent:
+  // restart() keeps the directory, the arguments and the environment last set, and wipes
+  // nothing. With the default arguments (no persistence) the new process starts empty; started
+  // with {"--appendonly", "yes", "--appendfsync", "always"} it reloads its data.
 
   // Runs one command on a fresh blocking connection (2 s timeout) and returns the reply as text:
   // strings and statuses as they are, integers in decimal, nil as "(nil)", errors as
@@ -46,6 +59,7 @@ class RedisServer {
 
   std::vector<std::string> extra_args_;
   std::string password_;
+  std::vector<std::string> env_;
   std::string dir_;
   std::uint16_t port_ = 0;
   pid_t pid_ = -1;
@@ -55,8 +69,10 @@ class RedisServer {
 // N independent masters.
 class RedisCluster {
  public:
+  // `env_per_node[i]`, when present, is node i's extra environment (see RedisServer).
   explicit RedisCluster(std::size_t n, std::vector<std::string> extra_args = {},
-                        std::string password = {});
+                        std::string password = {},
+                        std::vector<std::vector<std::string>> env_per_node = {});
   std::size_t size() const { return servers_.size(); }
   RedisServer& operator[](std::size_t i) { return *servers_[i]; }
   // "redis://127.0.0.1:p1,redis://127.0.0.1:p2,..."; `credentials` ("user:pw" or ":pw") is
