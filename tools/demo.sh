@@ -1,27 +1,47 @@
 #!/usr/bin/env bash
-# The redlock-cpp demo: five local Redis masters, the problem, and the lock solving it.
-# Installs what is missing (Debian 12), builds the `redlock` tool, starts five redis-server
-# processes on free loopback ports, and stops exactly those processes when it ends.
+# The redlock-cpp demo: a stock of 1,000 items sold by several shop processes at once, four ways
+# (no lock, a lock local to each process, redlock-cpp, redlock-cpp with two of its five nodes
+# killed mid-run), side by side in one table. See docs/demo.md.
+#   bash tools/demo.sh            the scene
+#   bash tools/demo.sh --quick    the scene with 100 items and 150 requests
+#   bash tools/demo.sh --tour     the scene, then a tour of the `redlock` command-line tool
+# Installs what is missing (Debian 12), builds in build/release, starts five lock masters and the
+# shop's storage Redis on free loopback ports, and stops exactly the processes it started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source tools/deps.sh
 
+usage() { sed -n '5,7s/^#  *//p' "$0"; }
+tour=no
+scene_args=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --tour) tour=yes ;;
+    --quick) scene_args+=(--quick) ;;
+    -h | --help) usage; exit 0 ;;
+    *) usage >&2; exit 2 ;;
+  esac
+  shift
+done
+
 redlock_ensure_packages $REDLOCK_PACKAGES_BUILD redis-server redis-tools
 
-echo "== building the redlock tool"
+echo "== building the scene and the redlock tool (Release, build/release)"
 cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DREDLOCK_BUILD_TESTS=OFF \
-  -DREDLOCK_BUILD_EXAMPLES=OFF >/dev/null
-cmake --build build/release --target redlock_cli -j "$(redlock_jobs)" >/dev/null
+  -DREDLOCK_BUILD_EXAMPLES=ON >/dev/null
+cmake --build build/release --target redlock_cli redlock_example_inventory \
+  -j "$(redlock_jobs)" >/dev/null
 REDLOCK="$PWD/build/release/tools/redlock/redlock"
+INVENTORY="$PWD/build/release/examples/redlock_example_inventory"
 
 state=$(mktemp -d /tmp/redlock-demo-XXXXXX)
-pids=()
-ports=()
+running=()  # pids of the redis-servers this script started and has not reaped yet
 cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do
+  for pid in "${running[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${running[@]}"; do
     for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -9 "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
   done
   rm -rf "$state"
 }
@@ -30,8 +50,8 @@ trap 'exit 130' INT TERM
 
 port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-# Starts one master on the first free port from $1 on; appends its pid and port.
-start_node() {
+# Starts a redis-server on the first free port from $1 on; sets $started_pid and $started_port.
+start_server() {
   local port=$1
   for _ in $(seq 50); do
     if ! port_busy "$port"; then
@@ -39,14 +59,16 @@ start_node() {
       redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
         --dir "$state/$port" --logfile "$state/$port/redis.log" --daemonize no &
       local pid=$!
+      running+=("$pid")
       for _ in $(seq 50); do
         if [ "$(timeout 1 redis-cli -p "$port" ping 2>/dev/null)" = PONG ]; then
-          pids+=("$pid"); ports+=("$port"); return 0
+          started_pid=$pid started_port=$port
+          return 0
         fi
         kill -0 "$pid" 2>/dev/null || break
         sleep 0.1
       done
-      kill "$pid" 2>/dev/null || true
+      reap "$pid"
     fi
     port=$((port + 1))
   done
@@ -54,14 +76,64 @@ start_node() {
   return 1
 }
 
-base=$((20000 + RANDOM % 20000))
-for i in 0 1 2 3 4; do start_node $((base + i * 7)); done
-nodes=""
-for p in "${ports[@]}"; do nodes+="${nodes:+,}redis://127.0.0.1:$p"; done
-export REDLOCK_NODES="$nodes"
-rcli() { timeout 5 redis-cli -p "${ports[0]}" "$@"; }
+# SIGKILL (if still running) and reap one of our servers; it leaves the cleanup list.
+reap() {
+  kill -9 "$1" 2>/dev/null || true
+  wait "$1" 2>/dev/null || true
+  local left=() pid
+  for pid in "${running[@]}"; do [ "$pid" = "$1" ] || left+=("$pid"); done
+  running=("${left[@]}")
+}
 
-crash() { for pid in "$@"; do kill -9 "$pid"; wait "$pid" 2>/dev/null || true; done; }
+pids=()   # the five lock masters
+ports=()
+base=$((20000 + RANDOM % 20000))
+for i in 0 1 2 3 4; do
+  start_server $((base + i * 7))
+  pids[i]=$started_pid ports[i]=$started_port
+done
+start_server $((base + 50))
+storage_port=$started_port
+set_nodes() {
+  local p nodes=""
+  for p in "${ports[@]}"; do nodes+="${nodes:+,}redis://127.0.0.1:$p"; done
+  export REDLOCK_NODES="$nodes"
+}
+set_nodes
+echo "== five lock masters on 127.0.0.1 ports ${ports[*]}; the shop's storage Redis on $storage_port"
+echo
+
+# --- the scene ------------------------------------------------------------------------------
+# The scene kills lock masters 2 and 4 (by pid) in its fourth way. (Bash's own "Killed" notice
+# for them is sent to /dev/null; the scene's stderr is not.)
+started=$SECONDS
+scene_status=0
+exec 3>&2
+{
+  "$INVENTORY" --storage "redis://127.0.0.1:$storage_port" --kill-pids "${pids[1]},${pids[3]}" \
+    "${scene_args[@]}" 2>&3 || scene_status=$?
+} 2>/dev/null
+exec 3>&-
+echo
+echo "The scene took $((SECONDS - started)) s. How to read it: docs/demo.md."
+reap "${pids[1]}"
+reap "${pids[3]}"
+
+if [ "$tour" = no ]; then
+  echo "The command-line tour: bash tools/demo.sh --tour"
+  exit "$scene_status"
+fi
+
+# --- the command-line tour ------------------------------------------------------------------
+# Masters 2 and 4 start again, empty, on their ports (or the next free ones).
+for i in 1 3; do
+  start_server "${ports[i]}"
+  pids[i]=$started_pid ports[i]=$started_port
+done
+set_nodes
+rcli() { timeout 5 redis-cli -p "$storage_port" "$@"; }
+
+crash() { for pid in "$@"; do reap "$pid"; done; }
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 redlock() { "$REDLOCK" "$@"; }
 run() { printf '$ %s\n' "$*" >&2; "$@"; }
@@ -69,7 +141,6 @@ run() { printf '$ %s\n' "$*" >&2; "$@"; }
 say "Five independent Redis masters"
 run redlock status
 
-# --- the problem -------------------------------------------------------------------------
 # Two workers sell 20 items each from a stock of 40 by read-modify-write on a shared key.
 sell() {  # $1 = with|without lock
   for _ in $(seq 20); do
@@ -90,12 +161,11 @@ race() {
   echo "stock after 40 sales $1 a lock: $(rcli get stock) (expected 0)"
 }
 
-say "The problem: two workers, no lock"
+say "The same problem in a shell script: two workers, no lock"
 race without
-say "The same workers, each sale inside a Redlock lock"
+say "The same workers, each sale inside a Redlock lock taken with the redlock tool"
 race with
 
-# --- the lock, step by step ---------------------------------------------------------------
 say "Acquire: the token on stdout, the votes of every node on stderr"
 token=$(run redlock --ttl 30000 acquire invoice-42)
 echo "token: $token"
@@ -124,4 +194,5 @@ echo "exit code: $?"
 set -e
 run redlock status || true
 
-say "Done; stopping the five masters this demo started"
+say "Done; stopping the redis-servers this demo started"
+exit "$scene_status"
