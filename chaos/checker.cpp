@@ -56,26 +56,23 @@ OverlapResult find_overlaps(const std::vector<Section>& sections, Mode mode,
 
   OverlapResult result;
   const std::string* resource = nullptr;
-  std::int64_t latest_end = 0;
-  std::size_t latest = 0;  // the section that ends at latest_end
+  const Interval* latest = nullptr;  // the interval that ends last so far
   for (const auto& iv : intervals) {
     const auto& r = sections[iv.index].resource;
     if (resource == nullptr || *resource != r) {
       resource = &r;
-      latest_end = iv.end;
-      latest = iv.index;
+      latest = &iv;
       continue;
     }
-    if (iv.start < latest_end) {
+    if (iv.start < latest->end) {
       ++result.count;
-      auto ns = std::min(iv.end, latest_end) - iv.start;
+      auto ns = std::min(iv.end, latest->end) - iv.start;
       result.worst_ns = std::max(result.worst_ns, ns);
-      if (result.examples.size() < max_examples) result.examples.push_back({latest, iv.index, ns});
+      if (result.examples.size() < max_examples)
+        result.examples.push_back(
+            {latest->index, iv.index, ns, latest->start, latest->end, iv.start, iv.end});
     }
-    if (iv.end > latest_end) {
-      latest_end = iv.end;
-      latest = iv.index;
-    }
+    if (iv.end > latest->end) latest = &iv;
   }
   return result;
 }
@@ -104,15 +101,13 @@ Section section_from_record(const Record& r) {
   return s;
 }
 
-std::string describe(const std::vector<Section>& sections, const Overlap& o, Mode mode,
-                     std::int64_t t0) {
+std::string describe(const std::vector<Section>& sections, const Overlap& o, std::int64_t t0) {
   auto sec = [t0](std::int64_t ns) { return static_cast<double>(ns - t0) / 1e9; };
-  const auto& a = sections[o.earlier];
-  const auto& b = sections[o.later];
   char buf[256];
   std::snprintf(buf, sizeof buf, "%s [%.3f, %.3f) and %s [%.3f, %.3f) overlap %.1f ms",
-                a.worker.c_str(), sec(a.start), sec(end_in(a, mode)), b.worker.c_str(),
-                sec(b.start), sec(end_in(b, mode)), static_cast<double>(o.ns) / 1e6);
+                sections[o.earlier].worker.c_str(), sec(o.earlier_start), sec(o.earlier_end),
+                sections[o.later].worker.c_str(), sec(o.later_start), sec(o.later_end),
+                static_cast<double>(o.ns) / 1e6);
   return buf;
 }
 

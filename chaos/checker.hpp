@@ -40,6 +40,8 @@ struct Overlap {
   std::size_t earlier = 0;  // index into the checked vector: the section still open...
   std::size_t later = 0;    // ...when this one started
   std::int64_t ns = 0;      // how long they overlapped
+  // The two intervals as checked (a grant's sections merged, the mode's end).
+  std::int64_t earlier_start = 0, earlier_end = 0, later_start = 0, later_end = 0;
 };
 
 struct OverlapResult {
@@ -63,7 +65,6 @@ std::int64_t lost_updates(const std::vector<Section>& sections, std::int64_t fin
 Section section_from_record(const Record& r);
 
 // "w3 [12.345, 12.901) and w1 [12.800, 13.200) overlap 101.0 ms" (times in s, relative to t0).
-std::string describe(const std::vector<Section>& sections, const Overlap& o, Mode mode,
-                     std::int64_t t0);
+std::string describe(const std::vector<Section>& sections, const Overlap& o, std::int64_t t0);
 
 }  // namespace redlock::chaos

@@ -88,6 +88,9 @@ TEST(Checker, SectionsOfOneGrantAreOneHolder) {
   auto r = find_overlaps({child, grandchild, other}, Mode::actual);
   EXPECT_EQ(r.count, 1u);
   EXPECT_EQ(r.worst_ns, 20);
+  ASSERT_EQ(r.examples.size(), 1u);
+  EXPECT_EQ(r.examples[0].earlier_start, 0);  // the grant's whole span
+  EXPECT_EQ(r.examples[0].earlier_end, 200);
   // The same token on another resource is another lock.
   auto elsewhere = sec(20, 30, 0, "x", "other-resource");
   elsewhere.token = "t1";

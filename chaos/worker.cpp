@@ -74,6 +74,8 @@ struct Options {
   long retry_delay = 20;
   long retry_jitter = 20;
   int retry_count = 3;
+  long reconnect_min = 20;
+  long reconnect_max = 200;
   double drift = 0.01;
   std::string redlock_cli;  // run mode
   std::string self;         // argv[0]
@@ -87,7 +89,8 @@ struct Options {
                "  [--ttl MS] [--wait MS] [--hold MS] [--hold-jitter MS] [--until-deadline]\n"
                "  [--extend] [--duration MS] [--max-sections N] [--request-timeout MS]\n"
                "  [--connect-timeout MS] [--retry-delay MS] [--retry-jitter MS]\n"
-               "  [--retry-count N] [--drift F] [--counter KEY] [--redlock PATH]\n",
+               "  [--retry-count N] [--reconnect-min MS] [--reconnect-max MS] [--drift F]\n"
+               "  [--counter KEY] [--redlock PATH]\n",
                why.c_str());
   std::exit(2);
 }
@@ -148,6 +151,10 @@ Options parse(int argc, char** argv) {
       o.retry_jitter = number();
     else if (a == "--retry-count")
       o.retry_count = static_cast<int>(number());
+    else if (a == "--reconnect-min")
+      o.reconnect_min = number();
+    else if (a == "--reconnect-max")
+      o.reconnect_max = number();
     else if (a == "--drift")
       o.drift = std::strtod(value().c_str(), nullptr);
     else if (a == "--redlock")
@@ -263,8 +270,8 @@ redlock::Config make_config(const Options& o) {
   c.retry_delay = Milliseconds(o.retry_delay);
   c.retry_jitter = Milliseconds(o.retry_jitter);
   c.retry_count = o.retry_count;
-  c.reconnect_min = 20ms;
-  c.reconnect_max = 200ms;
+  c.reconnect_min = Milliseconds(o.reconnect_min);
+  c.reconnect_max = Milliseconds(o.reconnect_max);
   c.drift_factor = o.drift;
   return c;
 }

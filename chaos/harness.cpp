@@ -1,0 +1,587 @@
+#include "harness.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <sstream>
+#include <thread>
+
+#include "record.hpp"
+
+namespace redlock::chaos {
+
+namespace fs = std::filesystem;
+using Steady = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+const char* to_string(Tool tool) {
+  switch (tool) {
+    case Tool::netns_nft:
+      return "nftables in a private network namespace";
+    case Tool::proxy:
+      return "fault proxy";
+    case Tool::clock_shim:
+      return "clock shim";
+  }
+  return "?";
+}
+
+const char* to_string(Expect e) {
+  switch (e) {
+    case Expect::safe:
+      return "safe";
+    case Expect::caught:
+      return "caught";
+    case Expect::actual_only:
+      return "actual-only";
+  }
+  return "?";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Child
+
+Child::Child(const std::vector<std::string>& argv, const std::string& log_path, bool pipes) {
+  int in_pipe[2] = {-1, -1}, out_pipe[2] = {-1, -1};
+  if (pipes && (::pipe2(in_pipe, O_CLOEXEC) != 0 || ::pipe2(out_pipe, O_CLOEXEC) != 0))
+    throw std::runtime_error("pipe failed");
+  std::vector<std::string> copy = argv;
+  std::vector<char*> args;
+  for (auto& a : copy) args.push_back(a.data());
+  args.push_back(nullptr);
+  pid_t parent = ::getpid();
+  pid_ = ::fork();
+  if (pid_ < 0) throw std::runtime_error("fork failed");
+  if (pid_ == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);
+    // The runner ignores SIGPIPE; its children must not inherit that, or a library that lets a
+    // socket raise SIGPIPE would go unnoticed.
+    ::signal(SIGPIPE, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (pipes) {
+      ::dup2(in_pipe[0], 0);
+      ::dup2(out_pipe[1], 1);
+    } else {
+      int devnull = ::open("/dev/null", O_RDONLY);
+      if (devnull >= 0) ::dup2(devnull, 0);
+      if (log >= 0) ::dup2(log, 1);
+    }
+    if (log >= 0) ::dup2(log, 2);
+    ::execv(args[0], args.data());
+    std::fprintf(stderr, "cannot run %s: %s\n", args[0], std::strerror(errno));
+    ::_exit(127);
+  }
+  if (pipes) {
+    ::close(in_pipe[0]);
+    ::close(out_pipe[1]);
+    in_ = in_pipe[1];
+    out_ = out_pipe[0];
+  }
+}
+
+Child::~Child() {
+  if (!done_ && pid_ > 0) kill_now();
+  if (in_ >= 0) ::close(in_);
+  if (out_ >= 0) ::close(out_);
+}
+
+bool Child::running() {
+  if (done_) return false;
+  int st = 0;
+  pid_t r = ::waitpid(pid_, &st, WNOHANG);
+  if (r == pid_) {
+    done_ = true;
+    status_ = st;
+    return false;
+  }
+  return true;
+}
+
+bool Child::wait(Ms limit) {
+  auto end = Steady::now() + limit;
+  while (running()) {
+    if (Steady::now() >= end) return false;
+    std::this_thread::sleep_for(2ms);
+  }
+  return true;
+}
+
+void Child::kill_now() {
+  if (done_ || pid_ <= 0) return;
+  killed_ = true;
+  ::kill(pid_, SIGCONT);
+  ::kill(pid_, SIGKILL);
+  int st = 0;
+  ::waitpid(pid_, &st, 0);
+  done_ = true;
+  status_ = st;
+}
+
+bool Child::send(const std::string& line) {
+  if (in_ < 0) return false;
+  std::string l = line + "\n";
+  const char* p = l.data();
+  std::size_t left = l.size();
+  while (left > 0) {
+    ssize_t n = ::write(in_, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+std::optional<std::string> Child::read_line(Ms limit) {
+  auto end = Steady::now() + limit;
+  for (;;) {
+    auto nl = buffer_.find('\n');
+    if (nl != std::string::npos) {
+      auto line = buffer_.substr(0, nl);
+      buffer_.erase(0, nl + 1);
+      return line;
+    }
+    if (out_ < 0) return std::nullopt;
+    auto left = std::chrono::duration_cast<Ms>(end - Steady::now()).count();
+    if (left <= 0) return std::nullopt;
+    pollfd p{out_, POLLIN, 0};
+    int r = ::poll(&p, 1, static_cast<int>(std::min<long>(left, 100)));
+    if (r < 0 && errno != EINTR) return std::nullopt;
+    if (r <= 0) continue;
+    char buf[4096];
+    ssize_t n = ::read(out_, buf, sizeof buf);
+    if (n <= 0) {
+      ::close(out_);
+      out_ = -1;
+      continue;
+    }
+    buffer_.append(buf, static_cast<std::size_t>(n));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Control
+
+std::string Control::call(const std::string& command, Ms limit) {
+  send(command);
+  return reply(limit);
+}
+
+void Control::send(const std::string& command) { child_->send(command); }
+
+std::string Control::reply(Ms limit) {
+  auto line = child_->read_line(limit);
+  last = line ? *line : std::string();
+  return last;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Run
+
+Run::Run(const Settings& settings, std::string name, Expect expect)
+    : settings_(settings), t0_ns_(raw_now_ns()), started_(Steady::now()) {
+  outcome_.name = std::move(name);
+  outcome_.expect = expect;
+  dir_ = settings_.out_dir + "/" + outcome_.name;
+  std::error_code ec;
+  fs::remove_all(dir_, ec);
+  fs::create_directories(dir_);
+  log_fd_ = ::open((dir_ + "/events.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  storage_ = std::make_unique<test::RedisServer>();
+  event("storage redis-server on port " + std::to_string(storage_->port()));
+}
+
+Run::~Run() {
+  controls_.clear();
+  children_.clear();
+  for (std::size_t i = 0; i < nodes_.size(); ++i)
+    if (paused_[i]) nodes_[i]->resume();
+  nodes_.clear();
+  storage_.reset();
+  if (log_fd_ >= 0) ::close(log_fd_);
+}
+
+std::uint16_t Run::storage_port() const { return storage_->port(); }
+
+void Run::start_nodes(std::size_t n, bool persistent,
+                      std::vector<std::vector<std::string>> env_per_node) {
+  std::vector<std::string> args;
+  if (persistent) args = {"--appendonly", "yes", "--appendfsync", "always"};
+  for (std::size_t i = 0; i < n; ++i) {
+    std::vector<std::string> env =
+        i < env_per_node.size() ? env_per_node[i] : std::vector<std::string>{};
+    nodes_.push_back(std::make_unique<test::RedisServer>(args, std::string(), env));
+    paused_.push_back(false);
+  }
+  std::string ports;
+  for (auto& s : nodes_) ports += " " + std::to_string(s->port());
+  event(std::to_string(n) + " nodes" + (persistent ? " (appendfsync always)" : "") + " on ports" +
+        ports);
+}
+
+std::string Run::node_list(const std::vector<std::uint16_t>& ports) const {
+  std::string s;
+  std::size_t n = ports.empty() ? nodes_.size() : ports.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!s.empty()) s += ",";
+    s += "redis://127.0.0.1:" + std::to_string(ports.empty() ? nodes_[i]->port() : ports[i]);
+  }
+  return s;
+}
+
+void Run::crash(std::size_t i) {
+  paused_.at(i) = false;
+  nodes_.at(i)->kill9();
+  event("node " + std::to_string(i) + " crashed (kill -9)");
+}
+
+void Run::restart(std::size_t i) {
+  nodes_.at(i)->restart();
+  paused_.at(i) = false;
+  event("node " + std::to_string(i) + " restarted");
+}
+
+void Run::pause(std::size_t i) {
+  nodes_.at(i)->pause();
+  paused_.at(i) = true;
+  event("node " + std::to_string(i) + " paused (SIGSTOP)");
+}
+
+void Run::resume(std::size_t i) {
+  nodes_.at(i)->resume();
+  paused_.at(i) = false;
+  event("node " + std::to_string(i) + " resumed (SIGCONT)");
+}
+
+std::size_t Run::lock_keys(std::size_t i) {
+  auto& n = *nodes_.at(i);
+  if (!n.running() || paused_[i]) return 0;
+  auto text = n.command({"KEYS", "redlock:*"});
+  if (text.empty() || text.rfind("(", 0) == 0) return 0;  // none, or an error
+  return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n') + 1);
+}
+
+std::vector<std::string> Run::worker_args(const std::string& id, const WorkerSpec& spec) const {
+  std::vector<std::string> a = {settings_.worker_path,
+                                "--id",
+                                id,
+                                "--mode",
+                                spec.mode,
+                                "--nodes",
+                                spec.nodes.empty() ? node_list() : spec.nodes,
+                                "--storage",
+                                std::to_string(storage_port()),
+                                "--out",
+                                records_path(id),
+                                "--resource",
+                                spec.resource,
+                                "--ttl",
+                                std::to_string(spec.ttl),
+                                "--wait",
+                                std::to_string(spec.wait),
+                                "--hold",
+                                std::to_string(spec.hold),
+                                "--hold-jitter",
+                                std::to_string(spec.hold_jitter),
+                                "--duration",
+                                std::to_string(spec.duration),
+                                "--request-timeout",
+                                std::to_string(spec.request_timeout),
+                                "--connect-timeout",
+                                std::to_string(spec.connect_timeout),
+                                "--drift",
+                                std::to_string(spec.drift)};
+  if (spec.max_sections > 0) {
+    a.push_back("--max-sections");
+    a.push_back(std::to_string(spec.max_sections));
+  }
+  if (spec.until_deadline) a.push_back("--until-deadline");
+  if (spec.extend) a.push_back("--extend");
+  if (spec.mode == "run") {
+    a.push_back("--redlock");
+    a.push_back(settings_.redlock_path);
+  }
+  a.insert(a.end(), spec.extra_args.begin(), spec.extra_args.end());
+  return a;
+}
+
+void Run::spawn(const std::string& id, WorkerSpec spec) {
+  use_ttl(spec.ttl);
+  auto args = worker_args(id, spec);
+  children_.emplace_back(id, std::make_unique<Child>(args, dir_ + "/" + id + ".log", false));
+  event("worker " + id + " (" + spec.mode + ", ttl " + std::to_string(spec.ttl) + " ms) pid " +
+        std::to_string(children_.back().second->pid()));
+}
+
+Control& Run::control(const std::string& id, WorkerSpec spec) {
+  spec.mode = "control";
+  use_ttl(spec.ttl);
+  auto args = worker_args(id, spec);
+  auto child = std::make_unique<Child>(args, dir_ + "/" + id + ".log", true);
+  event("control worker " + id + " pid " + std::to_string(child->pid()));
+  controls_.push_back(std::make_unique<Control>(std::move(child), id));
+  return *controls_.back();
+}
+
+Child& Run::spawn_process(const std::string& id, const std::vector<std::string>& argv) {
+  children_.emplace_back(id, std::make_unique<Child>(argv, dir_ + "/" + id + ".log", false));
+  own_status_.push_back(id);
+  event("process " + id + " pid " + std::to_string(children_.back().second->pid()));
+  return *children_.back().second;
+}
+
+void Run::wait_all(Ms limit) {
+  for (auto& c : controls_) c->send("quit");
+  auto end = Steady::now() + limit;
+  auto settle = [&](const std::string& id, Child& c) {
+    if (c.exited()) return;
+    auto left = std::chrono::duration_cast<Ms>(end - Steady::now());
+    if (!c.wait(std::max(left, Ms(0)))) {
+      c.kill_now();
+      ++outcome_.hung;
+      outcome_.problems.push_back(id + " did not finish in time (killed)");
+    }
+  };
+  for (auto& [id, c] : children_) settle(id, *c);
+  for (auto& c : controls_) settle(c->id(), c->child());
+}
+
+void Run::sleep(Ms d) const { std::this_thread::sleep_for(d); }
+
+double Run::elapsed() const {
+  return std::chrono::duration<double>(Steady::now() - started_).count();
+}
+
+void Run::event(const std::string& what) {
+  char head[32];
+  std::snprintf(head, sizeof head, "%8.3f ", elapsed());
+  std::string line = head + what + "\n";
+  if (log_fd_ >= 0) (void)!::write(log_fd_, line.data(), line.size());
+  if (settings_.verbose) std::fprintf(stderr, "  [%s] %s", outcome_.name.c_str(), line.c_str());
+}
+
+void Run::check(bool ok, const std::string& what) {
+  event(std::string(ok ? "check ok: " : "CHECK FAILED: ") + what);
+  if (!ok) outcome_.problems.push_back(what);
+}
+
+void Run::note(const std::string& what) {
+  event("note: " + what);
+  outcome_.notes.push_back(what);
+}
+
+void Run::use_ttl(long ttl_ms) { max_ttl_ = std::max(max_ttl_, ttl_ms); }
+
+void Run::allow_actual(const std::string& why) { actual_allowed_ = why; }
+
+namespace {
+
+std::string signal_name(int sig) {
+  const char* d = ::sigabbrev_np(sig);
+  return d ? std::string("SIG") + d : std::to_string(sig);
+}
+
+}  // namespace
+
+Outcome Run::finish() {
+  auto& o = outcome_;
+  wait_all(30s);
+  for (std::size_t i = 0; i < nodes_.size(); ++i)
+    if (paused_[i]) resume(i);
+  auto ended = Steady::now();
+
+  // Every process the run started must have exited normally.
+  auto judge = [&](const std::string& id, Child& c) {
+    if (c.exited() && WIFSIGNALED(c.status()) && !c.killed_by_us()) {
+      int sig = WTERMSIG(c.status());
+      ++o.signals;
+      o.problems.push_back(id + " died of " + signal_name(sig));
+    }
+    bool judged = std::find(own_status_.begin(), own_status_.end(), id) == own_status_.end();
+    if (judged && c.exited() && WIFEXITED(c.status()) && WEXITSTATUS(c.status()) != 0)
+      o.problems.push_back(id + " exited with status " + std::to_string(WEXITSTATUS(c.status())) +
+                           " (see " + id + ".log)");
+  };
+  for (auto& [id, c] : children_) judge(id, *c);
+  for (auto& c : controls_) judge(c->id(), c->child());
+
+  // Records.
+  std::vector<Section> sections;
+  for (const auto& entry : fs::directory_iterator(dir_)) {
+    if (entry.path().extension() != ".rec") continue;
+    for (const auto& r : read_records(entry.path().string())) {
+      if (r.kind == "section") {
+        sections.push_back(section_from_record(r));
+        o.attempts += r.get_int("attempts");
+      } else if (r.kind == "counts") {
+        for (const auto& [k, v] : r.fields) {
+          if (k == "worker") continue;
+          long n = std::atol(v.c_str());
+          if (k == "acquired")
+            o.acquired += n;
+          else if (k.rfind("fail.", 0) == 0)
+            o.failures[k.substr(5)] += n;
+          else
+            o.failures[k] += n;
+        }
+      } else if (r.kind == "died") {
+        ++o.signals;
+        o.problems.push_back(r.get("what") + " of " + r.get("worker") + " died of " +
+                             signal_name(static_cast<int>(r.get_int("signal"))));
+      } else if (r.kind == "hung") {
+        ++o.hung;
+        o.problems.push_back(r.get("what") + " of " + r.get("worker") + " hung (killed)");
+      } else if (r.kind == "error") {
+        o.problems.push_back(r.get("worker") + ": " + r.get("what"));
+      }
+    }
+  }
+  o.sections = sections.size();
+
+  // Lock keys right after the end (ghosts), then once every ttl has passed (leaks).
+  for (std::size_t i = 0; i < nodes_.size(); ++i) o.ghosts += lock_keys(i);
+
+  auto claimed = find_overlaps(sections, Mode::claimed);
+  auto actual = find_overlaps(sections, Mode::actual);
+  o.claimed = claimed.count;
+  o.actual = actual.count;
+  o.negative_validity = negative_validity(sections);
+  auto counter_text = storage_->command({"GET", "chaos:counter"});
+  std::int64_t counter = counter_text == "(nil)" ? 0 : std::atoll(counter_text.c_str());
+  o.lost_updates = lost_updates(sections, counter);
+  for (const auto& ex : claimed.examples)
+    note("claimed overlap: " + describe(sections, ex, t0_ns_));
+  if (o.claimed == 0)
+    for (const auto& ex : actual.examples)
+      note("actual overlap: " + describe(sections, ex, t0_ns_));
+
+  if (o.actual > 0 && !actual_allowed_.empty())
+    note(std::to_string(o.actual) + " actual overlaps allowed: " + actual_allowed_);
+
+  auto leak_at = ended + Ms(max_ttl_ + 300);
+  if (Steady::now() < leak_at) std::this_thread::sleep_until(leak_at);
+  for (std::size_t i = 0; i < nodes_.size(); ++i) o.leaked += lock_keys(i);
+
+  // Verdict.
+  if (o.claimed > 0)
+    o.seen = "caught";
+  else if (o.actual > 0 && actual_allowed_.empty())
+    o.seen = "actual-only";
+  else if (o.lost_updates != 0)
+    o.seen = "lost-updates";
+  else
+    o.seen = "safe";
+  if (o.seen != to_string(o.expect))
+    o.problems.push_back(std::string("expected ") + to_string(o.expect) + ", seen " + o.seen);
+  if (o.expect == Expect::caught && o.claimed > 0 && o.lost_updates <= 0)
+    o.problems.push_back("overlap caught but no lost update");
+  if (o.expect == Expect::actual_only && o.actual > 0 && o.lost_updates <= 0)
+    o.problems.push_back("actual overlap but no lost update");
+  if (o.sections == 0) o.problems.push_back("no critical section at all");
+  if (o.expect == Expect::safe && o.lost_updates != 0)
+    o.problems.push_back(std::to_string(o.lost_updates) + " lost updates");
+  if (o.negative_validity > 0)
+    o.problems.push_back(std::to_string(o.negative_validity) +
+                         " grant(s) with a deadline already passed");
+  if (o.leaked > 0) o.problems.push_back(std::to_string(o.leaked) + " leaked key(s)");
+  o.pass = o.problems.empty();
+  o.seconds = elapsed();
+
+  std::ostringstream summary;
+  summary << "sections " << o.sections << ", claimed " << o.claimed << ", actual " << o.actual
+          << ", lost updates " << o.lost_updates << ", counter " << counter << ", ghosts "
+          << o.ghosts << ", leaked " << o.leaked << ": " << (o.pass ? "PASS" : "FAIL");
+  event(summary.str());
+  for (const auto& p : o.problems) event("problem: " + p);
+  return o;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Report
+
+namespace {
+
+std::string failures_text(const std::map<std::string, long>& f) {
+  std::string s;
+  for (const auto& [k, n] : f) {
+    if (!s.empty()) s += " ";
+    s += k + "=" + std::to_string(n);
+  }
+  return s.empty() ? "-" : s;
+}
+
+}  // namespace
+
+std::string report_header() {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%-28s %8s %7s %6s %5s %7s %6s %4s %-11s %-11s %-6s %6s  %s",
+                "scenario", "sections", "claimed", "actual", "lost", "acq", "leaked", "sig",
+                "expected", "seen", "result", "time", "failures by kind");
+  return buf;
+}
+
+std::string report_line(const Outcome& o) {
+  char buf[512];
+  if (o.skipped) {
+    std::snprintf(buf, sizeof buf, "%-28s %-59s %-11s %-11s %-6s %6s  %s", o.name.c_str(), "",
+                  to_string(o.expect), "-", "SKIP", "-", o.skip_reason.c_str());
+    return buf;
+  }
+  std::snprintf(
+      buf, sizeof buf, "%-28s %8zu %7zu %6zu %5lld %7ld %6zu %4d %-11s %-11s %-6s %5.1fs  %s",
+      o.name.c_str(), o.sections, o.claimed, o.actual, static_cast<long long>(o.lost_updates),
+      o.acquired, o.leaked, o.signals, to_string(o.expect), o.seen.c_str(),
+      o.pass ? "PASS" : "FAIL", o.seconds, failures_text(o.failures).c_str());
+  return buf;
+}
+
+std::string report_total(const std::vector<Outcome>& outcomes) {
+  std::size_t run = 0, passed = 0, skipped = 0, sections = 0, safe_sections = 0, claimed_safe = 0;
+  std::size_t negatives = 0, caught = 0;
+  int signals = 0;
+  double seconds = 0;
+  for (const auto& o : outcomes) {
+    if (o.skipped) {
+      ++skipped;
+      continue;
+    }
+    ++run;
+    passed += o.pass;
+    sections += o.sections;
+    signals += o.signals;
+    seconds += o.seconds;
+    if (o.expect == Expect::caught) {
+      ++negatives;
+      caught += o.claimed > 0;
+    } else {
+      safe_sections += o.sections;
+      claimed_safe += o.claimed;
+    }
+  }
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "total: %zu scenarios run, %zu passed, %zu failed, %zu skipped; %zu critical "
+                "sections (%zu in-assumption, %zu claimed overlaps there); negative controls "
+                "caught %zu/%zu; %d died of a signal; %.0f s",
+                run, passed, run - passed, skipped, sections, safe_sections, claimed_safe, caught,
+                negatives, signals, seconds);
+  return buf;
+}
+
+}  // namespace redlock::chaos

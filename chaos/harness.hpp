@@ -1,0 +1,240 @@
+// The chaos runner's harness: one Run per scenario owns its redis-server processes, the storage
+// server, the worker processes and the fault tools, and turns what the workers recorded into one
+// report line.
+//
+// Everything runs on the runner's main thread. Every process it starts is known by its pid and
+// stopped by that pid only; every wait is bounded.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "checker.hpp"
+#include "redis_server.hpp"
+
+namespace redlock::chaos {
+
+using Ms = std::chrono::milliseconds;
+
+// Fault tools a scenario may need; a scenario whose tool is missing is skipped, not failed.
+enum class Tool { netns_nft, proxy, clock_shim };
+const char* to_string(Tool tool);
+
+struct Settings {
+  std::string worker_path;   // redlock_chaos_worker
+  std::string redlock_path;  // the redlock CLI
+  std::string out_dir;       // where each scenario's records and logs go
+  bool smoke = false;        // smoke lengths (shorter loop phases)
+  bool verbose = false;
+};
+
+// What a scenario must show.
+enum class Expect {
+  safe,         // no claimed overlap, no lost update, no grant with negative validity
+  caught,       // negative control: the checker must find a claimed overlap and a lost update
+  actual_only,  // a paused holder: no claimed overlap, but actual overlaps and lost updates
+};
+const char* to_string(Expect e);
+
+// Parameters of one worker process (see worker.cpp for the modes).
+struct WorkerSpec {
+  std::string mode = "explicit";
+  std::string resource = "chaos";
+  long ttl = 500;  // the lease (explicit), or the watchdog lease (held, mutex, run)
+  long wait = 2000;
+  long hold = 2;
+  long hold_jitter = 3;
+  long duration = 10000;
+  long max_sections = 0;
+  bool until_deadline = false;
+  bool extend = false;
+  long request_timeout = 150;
+  long connect_timeout = 300;
+  double drift = 0.01;
+  std::string nodes;  // empty: the run's node list
+  std::vector<std::string> extra_args;
+};
+
+// A process the runner started.
+class Child {
+ public:
+  // `stdin_pipe`: keep a pipe to its stdin; `stdout_pipe`: read its stdout through a pipe (else
+  // stdout and stderr go to `log_path`).
+  Child(const std::vector<std::string>& argv, const std::string& log_path, bool pipes);
+  ~Child();  // SIGKILL if still running, then reaped
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+
+  pid_t pid() const { return pid_; }
+  bool running();
+  // Waits up to `limit` for it to exit; false when it is still running.
+  bool wait(Ms limit);
+  void kill_now();  // SIGKILL and reap (counted as hung by the caller)
+  bool exited() const { return done_; }
+  bool killed_by_us() const { return killed_; }
+  int status() const { return status_; }  // waitpid status once exited()
+
+  // Control pipes.
+  bool send(const std::string& line);
+  // The next line of its stdout, or nullopt after `limit`.
+  std::optional<std::string> read_line(Ms limit);
+
+ private:
+  pid_t pid_ = -1;
+  int in_ = -1;
+  int out_ = -1;
+  std::string buffer_;
+  bool done_ = false;
+  bool killed_ = false;
+  int status_ = 0;
+};
+
+// A worker in control mode: the runner says what it does, step by step.
+class Control {
+ public:
+  Control(std::unique_ptr<Child> child, std::string id)
+      : child_(std::move(child)), id_(std::move(id)) {}
+  const std::string& id() const { return id_; }
+  Child& child() { return *child_; }
+  // Sends a command and waits for its answer ("" after `limit`, which the run reports).
+  std::string call(const std::string& command, Ms limit = Ms(5000));
+  void send(const std::string& command);   // no wait...
+  std::string reply(Ms limit = Ms(5000));  // ...for the answer later
+  std::string last;                        // the last answer
+
+ private:
+  std::unique_ptr<Child> child_;
+  std::string id_;
+};
+
+// One scenario's outcome: a report line.
+struct Outcome {
+  std::string name;
+  Expect expect = Expect::safe;
+  bool skipped = false;
+  std::string skip_reason;
+  std::size_t sections = 0;
+  std::size_t claimed = 0;
+  std::size_t actual = 0;
+  std::size_t negative_validity = 0;
+  std::int64_t lost_updates = 0;
+  long acquired = 0;
+  long attempts = 0;
+  std::map<std::string, long> failures;  // "not_acquired" -> n, "lost.lock_lost" -> n...
+  std::size_t ghosts = 0;                // lock keys on the nodes right after the workers ended
+  std::size_t leaked = 0;                // lock keys still there once every ttl had passed
+  int signals = 0;                       // processes that died of a signal
+  int hung = 0;                          // processes the runner had to kill
+  std::string seen;
+  bool pass = false;
+  std::vector<std::string> problems;  // why it failed
+  std::vector<std::string> notes;     // evidence worth reading (overlaps, timings)
+  double seconds = 0;
+};
+
+class Run {
+ public:
+  Run(const Settings& settings, std::string name, Expect expect);
+  ~Run();
+  Run(const Run&) = delete;
+  Run& operator=(const Run&) = delete;
+
+  const Settings& settings() const { return settings_; }
+  bool smoke() const { return settings_.smoke; }
+  // A loop phase: `smoke_ms` in the smoke subset, `full_ms` in the full suite.
+  long phase(long smoke_ms, long full_ms) const { return smoke() ? smoke_ms : full_ms; }
+  const std::string& dir() const { return dir_; }
+
+  // --- nodes -------------------------------------------------------------------------------
+  // Starts n independent masters; `persistent`: appendonly yes + appendfsync always.
+  void start_nodes(std::size_t n, bool persistent = false,
+                   std::vector<std::vector<std::string>> env_per_node = {});
+  std::size_t size() const { return nodes_.size(); }
+  test::RedisServer& node(std::size_t i) { return *nodes_.at(i); }
+  // "redis://127.0.0.1:p1,..." over the nodes' own ports, or over `ports` when given.
+  std::string node_list(const std::vector<std::uint16_t>& ports = {}) const;
+  void crash(std::size_t i);    // kill -9
+  void restart(std::size_t i);  // start again on the same port (empty unless persistent)
+  void pause(std::size_t i);    // SIGSTOP
+  void resume(std::size_t i);   // SIGCONT
+  // Keys under the lock prefix on node i (bounded by a timeout; 0 when down or paused).
+  std::size_t lock_keys(std::size_t i);
+
+  // --- workers -----------------------------------------------------------------------------
+  // A worker in a loop mode, writing its records to <dir>/<id>.rec.
+  void spawn(const std::string& id, WorkerSpec spec);
+  // A worker in control mode.
+  Control& control(const std::string& id, WorkerSpec spec = {});
+  // Any other process (redlock run...): it must exit by itself and not die of a signal; its
+  // exit status is for the scenario to judge (workers must exit 0).
+  Child& spawn_process(const std::string& id, const std::vector<std::string>& argv);
+  std::string records_path(const std::string& id) const { return dir_ + "/" + id + ".rec"; }
+  std::vector<std::string> worker_args(const std::string& id, const WorkerSpec& spec) const;
+  // Waits for every process to exit (kills and counts as hung those that do not, within limit).
+  void wait_all(Ms limit);
+
+  // --- timeline ------------------------------------------------------------------------------
+  void sleep(Ms d) const;
+  double elapsed() const;  // seconds since the run began
+  void event(const std::string& what);
+  // A check of the scenario itself (beyond overlaps): a failed one fails the scenario.
+  void check(bool ok, const std::string& what);
+  void note(const std::string& what);
+  // The largest ttl in use, for the leak check (spawn() and control() note theirs).
+  void use_ttl(long ttl_ms);
+  // A safe scenario whose holders run past their deadline on purpose: actual overlaps are then
+  // reported but do not fail it (claimed overlaps and lost updates still do).
+  void allow_actual(const std::string& why);
+
+  // Runs the body's aftermath: waits for the workers, checks, and fills the outcome.
+  Outcome finish();
+  Outcome& outcome() { return outcome_; }
+
+ private:
+  std::uint16_t storage_port() const;
+
+  Settings settings_;
+  std::string dir_;
+  Outcome outcome_;
+  std::int64_t t0_ns_;
+  std::chrono::steady_clock::time_point started_;
+  std::unique_ptr<test::RedisServer> storage_;
+  std::vector<std::unique_ptr<test::RedisServer>> nodes_;
+  std::vector<bool> paused_;
+  std::vector<std::pair<std::string, std::unique_ptr<Child>>> children_;
+  std::vector<std::string> own_status_;  // ids of processes whose exit status is not judged
+  std::vector<std::unique_ptr<Control>> controls_;
+  long max_ttl_ = 0;
+  std::string actual_allowed_;
+  int log_fd_ = -1;
+};
+
+// A scenario of the suite.
+struct Scenario {
+  std::string name;
+  Expect expect;
+  bool smoke;
+  std::vector<Tool> needs;
+  std::string what;  // one line: what it does and what it proves
+  std::function<void(Run&)> body;
+};
+
+const std::vector<Scenario>& all_scenarios();
+
+// Whether a tool works here; `why` says what is missing.
+bool tool_available(Tool tool, std::string& why);
+
+// The report: a header, one line per outcome, and the totals.
+std::string report_header();
+std::string report_line(const Outcome& o);
+std::string report_total(const std::vector<Outcome>& outcomes);
+
+}  // namespace redlock::chaos

@@ -1,0 +1,76 @@
+// The suite's list of scenarios, and what the scenario files share.
+#include "scenarios.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "clock_skew.hpp"
+#include "netfault.hpp"
+
+namespace redlock::chaos {
+
+void spawn_mix(Run& run, long duration_ms, long ttl_ms, bool run_lane) {
+  WorkerSpec s;
+  s.ttl = ttl_ms;
+  s.duration = duration_ms;
+  spawn_mix(run, s, run_lane);
+}
+
+void spawn_mix(Run& run, WorkerSpec s, bool run_lane) {
+  s.mode = "explicit";
+  run.spawn("explicit1", s);
+  run.spawn("explicit2", s);
+  s.mode = "held";
+  run.spawn("held", s);
+  s.mode = "mutex";
+  run.spawn("mutex", s);
+  if (run_lane) {
+    s.mode = "run";
+    run.spawn("cli", s);
+  }
+}
+
+std::vector<std::size_t> shuffled(std::size_t n, std::mt19937_64& rng) {
+  std::vector<std::size_t> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = i;
+  std::shuffle(v.begin(), v.end(), rng);
+  return v;
+}
+
+bool tool_available(Tool tool, std::string& why) {
+  switch (tool) {
+    case Tool::proxy:
+      return true;
+    case Tool::netns_nft:
+      if (!in_private_netns()) {
+        why = "not in a private network namespace (run under unshare -n: chaos/run.sh does)";
+        return false;
+      }
+      if (!nft_available()) {
+        why = "nft is missing or unusable (Debian package nftables)";
+        return false;
+      }
+      return true;
+    case Tool::clock_shim:
+      if (::access(ClockSkew::shim_library().c_str(), R_OK) != 0) {
+        why = "the clock shim is not built (" + ClockSkew::shim_library() + ")";
+        return false;
+      }
+      return true;
+  }
+  return false;
+}
+
+const std::vector<Scenario>& all_scenarios() {
+  static const std::vector<Scenario> list = [] {
+    std::vector<Scenario> v;
+    add_process_scenarios(v);
+    add_network_scenarios(v);
+    add_clock_scenarios(v);
+    return v;
+  }();
+  return list;
+}
+
+}  // namespace redlock::chaos

@@ -1,0 +1,34 @@
+// The scenarios of the chaos suite, by the fault tool they need, and what they share.
+#pragma once
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "harness.hpp"
+
+namespace redlock::chaos {
+
+// Crashes, restarts, SIGSTOP of nodes and of clients, `redlock run`, extend: kill and signals
+// only (scenarios_process.cpp).
+void add_process_scenarios(std::vector<Scenario>& out);
+// Partitions and reply loss with nftables, delay through the fault proxy (scenarios_net.cpp).
+void add_network_scenarios(std::vector<Scenario>& out);
+// Clock rate, jumps and drift on the nodes through the clock shim (scenarios_clock.cpp).
+void add_clock_scenarios(std::vector<Scenario>& out);
+
+// --- shared by the scenario files ----------------------------------------------------------
+
+// True when a control worker's answer to acquire/hold is a grant.
+inline bool granted(const std::string& reply) { return reply.rfind("ok ", 0) == 0; }
+
+// The usual mix of looping workers on one resource: two explicit (acquire/release), one held
+// (renewed HeldLock), one Mutex, and with `run_lane` one that goes through `redlock run`.
+void spawn_mix(Run& run, long duration_ms, long ttl_ms, bool run_lane);
+// The same from a template (its mode is replaced).
+void spawn_mix(Run& run, WorkerSpec base, bool run_lane);
+
+// Nodes [0, n) in a random order.
+std::vector<std::size_t> shuffled(std::size_t n, std::mt19937_64& rng);
+
+}  // namespace redlock::chaos
