@@ -1,6 +1,8 @@
 // The `redlock` tool's contract: stdout, stderr and exit codes.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -140,8 +142,114 @@ class ClosedOutputCli {
   pid_t pid_ = -1;
 };
 
+bool all_gone(const std::vector<pid_t>& pids) {
+  for (pid_t pid : pids)
+    if (!gone(pid)) return false;
+  return true;
+}
+
+// A shell script for `sh -c` that starts two grandchildren, one of which ignores SIGTERM, writes
+// their pids and its own to `pids`, and waits. Its output goes nowhere, so that what outlives
+// redlock does not hold the test's pipes open.
+std::string process_tree(const std::string& pids) {
+  return "exec >/dev/null 2>&1; sleep 20 & echo $! >> " + pids +
+         "; (trap '' TERM; exec sleep 20) & echo $! >> " + pids + "; echo $$ >> " + pids + "; wait";
+}
+
+// The CLI in a session of its own on a pseudo-terminal, as from an interactive shell: the
+// terminal's foreground process group is redlock's. Killed if still running when destroyed.
+class TerminalCli {
+ public:
+  explicit TerminalCli(std::vector<std::string> args) {
+    args.insert(args.begin(), REDLOCK_CLI_PATH);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    master_ = ::posix_openpt(O_RDWR | O_NOCTTY);
+    if (master_ < 0 || ::grantpt(master_) != 0 || ::unlockpt(master_) != 0)
+      throw std::runtime_error("no pseudo-terminal");
+    std::string slave = ::ptsname(master_);
+    pid_ = ::fork();
+    if (pid_ < 0) throw std::runtime_error("fork failed");
+    if (pid_ == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      ::setsid();
+      int fd = ::open(slave.c_str(), O_RDWR);  // becomes the controlling terminal
+      if (fd < 0) ::_exit(127);
+      ::dup2(fd, 0);
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      if (fd > 2) ::close(fd);
+      ::close(master_);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+  }
+  ~TerminalCli() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    ::close(master_);
+  }
+  TerminalCli(const TerminalCli&) = delete;
+  TerminalCli& operator=(const TerminalCli&) = delete;
+
+  void type(const std::string& keys) { (void)!::write(master_, keys.data(), keys.size()); }
+
+  // Reads the terminal until `text` has appeared, up to `limit`.
+  bool expect(const std::string& text, std::chrono::milliseconds limit) {
+    auto end = std::chrono::steady_clock::now() + limit;
+    while (screen_.find(text) == std::string::npos) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          end - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return false;
+      pollfd pfd{master_, POLLIN, 0};
+      if (::poll(&pfd, 1, static_cast<int>(left.count())) <= 0) continue;
+      char buf[512];
+      ssize_t n = ::read(master_, buf, sizeof buf);
+      if (n <= 0) return false;  // EIO: every process on the terminal has closed it
+      screen_.append(buf, static_cast<std::size_t>(n));
+    }
+    return true;
+  }
+  const std::string& screen() const { return screen_; }
+
+  // The wait status once it has exited, or -1 after `limit` (it is then killed).
+  int wait(std::chrono::milliseconds limit) {
+    int status = -1;
+    bool done = eventually(
+        [&] {
+          char buf[512];
+          pollfd pfd{master_, POLLIN, 0};
+          if (::poll(&pfd, 1, 0) > 0 && ::read(master_, buf, sizeof buf) > 0) {
+          }  // keep the terminal drained
+          return ::waitpid(pid_, &status, WNOHANG) == pid_;
+        },
+        limit);
+    if (!done) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+      status = -1;
+    }
+    pid_ = -1;
+    return status;
+  }
+
+ private:
+  int master_ = -1;
+  pid_t pid_ = -1;
+  std::string screen_;
+};
+
 class Cli : public ::testing::Test {
  protected:
+  // The CLI starts with the default dispositions, as from an interactive shell, also when the
+  // tests run as a background job (SIGINT and SIGQUIT ignored) or under nohup.
+  void SetUp() override {
+    for (int sig : {SIGINT, SIGQUIT, SIGHUP, SIGTERM}) ::signal(sig, SIG_DFL);
+  }
+
   RedisCluster cluster{3};
   std::string nodes = cluster.node_list();
 };
@@ -366,8 +474,94 @@ TEST_F(Cli, RunWaitingForTheLockEndsOnSigtermAndSigint) {
     EXPECT_NE(r.err.find("cancelled"), std::string::npos) << r.err;
     EXPECT_FALSE(std::filesystem::exists(dir / "ran")) << "the command did not run";
   }
+  {
+    // Under nohup (SIGHUP ignored from the start) a hang-up does not end the wait.
+    ASSERT_TRUE(eventually([&] { return waiters() == "0"; }));
+    ::signal(SIGHUP, SIG_IGN);  // inherited by the CLI, as nohup does it
+    Process p({REDLOCK_CLI_PATH, "--nodes", nodes, "run", "queue", "--wait", "1000", "--", "touch",
+               dir / "ran"});
+    ::signal(SIGHUP, SIG_DFL);
+    ASSERT_TRUE(eventually([&] { return waiters() == "1"; }, 5s));
+    p.signal(SIGHUP);
+    auto r = p.wait(5s);
+    EXPECT_EQ(r.exit_code, 1) << "waited until --wait ran out: " << r.err;
+    EXPECT_FALSE(std::filesystem::exists(dir / "ran"));
+  }
   EXPECT_EQ(cluster.count_holding("redlock:queue", held.out.substr(0, 32)), 3u)
       << "the other holder's lock is untouched";
+}
+
+TEST_F(Cli, RunTerminatesTheCommandsWholeProcessGroupWhenTheLockIsLost) {
+  TempDir dir;
+  Process p({REDLOCK_CLI_PATH, "--nodes", nodes, "--ttl", "1000", "--request-timeout", "100", "run",
+             "tree", "--kill-after", "300", "--", "sh", "-c", process_tree(dir / "pids")});
+  ASSERT_TRUE(eventually([&] { return pids_in(dir / "pids").size() == 3; }, 5s));
+  ASSERT_TRUE(eventually([&] { return cluster.count_existing("redlock:tree") >= 2; }, 5s));
+  auto start = std::chrono::steady_clock::now();
+  cluster[0].kill9();
+  cluster[1].kill9();
+  auto r = p.wait(10s);
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  auto pids = pids_in(dir / "pids");
+  bool ended = eventually([&] { return all_gone(pids); }, 500ms);
+  kill_leftovers(pids);
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  EXPECT_TRUE(ended) << "the command's children, also one that ignores SIGTERM, are ended";
+  EXPECT_LT(elapsed, 4s);
+}
+
+TEST_F(Cli, RunCommandEndsWhenRedlockIsKilled) {
+  TempDir dir;
+  Process p({REDLOCK_CLI_PATH, "--nodes", nodes, "run", "orphan", "--kill-after", "500", "--", "sh",
+             "-c", process_tree(dir / "pids")});
+  ASSERT_TRUE(eventually([&] { return pids_in(dir / "pids").size() == 3; }, 5s));
+  auto pids = pids_in(dir / "pids");
+  p.signal(SIGKILL);
+  bool ended = eventually([&] { return all_gone(pids); }, 500ms + 2500ms);  // --kill-after + margin
+  kill_leftovers(pids);
+  p.wait(2s);
+  EXPECT_TRUE(ended) << "the whole command ends with redlock, SIGKILL after --kill-after";
+}
+
+TEST_F(Cli, RunEndsWhatTheCommandLeftRunningBeforeItReleases) {
+  TempDir dir;
+  auto r = cli({"--nodes", nodes, "run", "leftover", "--kill-after", "500", "--", "sh", "-c",
+                "exec >/dev/null 2>&1; sleep 20 & echo $! > " + dir / "pid" + "; exit 3"});
+  auto pids = pids_in(dir / "pid");
+  bool ended = all_gone(pids);
+  kill_leftovers(pids);
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  ASSERT_EQ(pids.size(), 1u);
+  EXPECT_TRUE(ended) << "a background process of the command would run on without the lock";
+  EXPECT_EQ(cluster.count_existing("redlock:leftover"), 0u);
+}
+
+TEST_F(Cli, RunGivesTheCommandTheTerminal) {
+  {
+    // Reading the terminal works (a command in a background process group would be stopped).
+    TerminalCli t({"--nodes", nodes, "run", "tty", "--", "sh", "-c",
+                   "echo ready; read line; echo \"got:$line\""});
+    ASSERT_TRUE(t.expect("ready", 5s)) << t.screen();
+    t.type("hello\n");
+    EXPECT_TRUE(t.expect("got:hello", 3s)) << t.screen();
+    int status = t.wait(3s);
+    ASSERT_TRUE(WIFEXITED(status)) << describe(status) << '\n' << t.screen();
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+  }
+  {
+    // Ctrl-C reaches the command, once; redlock reports its death by SIGINT. (Typed once the
+    // shell has become `sleep`: a shell between two commands may defer SIGINT.)
+    TerminalCli t(
+        {"--nodes", nodes, "run", "tty", "--", "sh", "-c", "echo pid=$$=started; exec sleep 20"});
+    ASSERT_TRUE(t.expect("=started", 5s)) << t.screen();
+    pid_t command = std::stoi(t.screen().substr(t.screen().find("pid=") + 4));
+    ASSERT_TRUE(eventually([&] { return comm_of(command) == "sleep"; }, 3s)) << t.screen();
+    t.type("\x03");
+    int status = t.wait(3s);
+    ASSERT_TRUE(WIFEXITED(status)) << describe(status) << '\n' << t.screen();
+    EXPECT_EQ(WEXITSTATUS(status), 128 + SIGINT);
+  }
+  EXPECT_EQ(cluster.count_existing("redlock:tty"), 0u);
 }
 
 }  // namespace

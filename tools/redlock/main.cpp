@@ -2,11 +2,19 @@
 //
 // Exit codes (a stable contract): 0 success; 1 not acquired / not held; 2 usage or
 // configuration error; 3 no quorum of nodes reachable; 4 lock lost while `run`'s command ran
-// (otherwise `run` exits with its command's status). Only the token (acquire) and the status
-// table go to stdout; every diagnostic goes to stderr.
+// (otherwise `run` exits with its command's status; 128 + N when signal N ended its wait for
+// the lock). Only the token (acquire) and the status table go to stdout; every diagnostic goes
+// to stderr.
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <termios.h>
+#include <time.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <CLI/CLI.hpp>
 
 #include <atomic>
@@ -121,8 +129,12 @@ int do_release(const Globals& g, redlock::Client& client, const std::string& key
   return kOk;
 }
 
-// SIGPIPE's disposition when redlock started; given back to the command.
+// SIGPIPE's disposition and the signal mask when redlock started; given back to the command.
 struct sigaction g_inherited_sigpipe;
+sigset_t g_inherited_mask;
+// Termination signals that were ignored when redlock started (`nohup`, a background job of a
+// script): they stay ignored, by redlock as by the command.
+sigset_t g_inherited_ignored;
 
 struct RunOptions {
   std::optional<long> wait_ms;
@@ -135,18 +147,28 @@ constexpr int kLostSignal = SIGUSR1;  // raised by the lock-lost callback
 constexpr int kHoldDone = SIGUSR2;    // raised by the thread that waited for the lock
 
 // Signals `run` takes in its main thread with sigtimedwait; blocked in every thread (set before
-// the client's loop thread starts, which inherits the mask) and unblocked in the child.
+// the client's loop thread starts, which inherits the mask). The command gets the mask redlock
+// was started with.
 sigset_t run_signals() {
   sigset_t set;
   sigemptyset(&set);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD, kLostSignal, kHoldDone})
-    sigaddset(&set, sig);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD, SIGCONT, kLostSignal, kHoldDone})
+    if (!sigismember(&g_inherited_ignored, sig)) sigaddset(&set, sig);
   return set;
 }
 
 // The signals that stop a waiting `run`, and that a running one passes to its command.
 bool is_termination(int sig) {
   return sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT;
+}
+
+void note_ignored_signals() {
+  sigemptyset(&g_inherited_ignored);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) {
+    struct sigaction now {};
+    if (::sigaction(sig, nullptr, &now) == 0 && now.sa_handler == SIG_IGN)
+      sigaddset(&g_inherited_ignored, sig);
+  }
 }
 
 const char* signal_name(int sig) {
@@ -192,7 +214,8 @@ redlock::HoldResult hold_cancellable(redlock::Client& client, redlock::AcquireRe
   if (*cancelled_by == 0) {  // one that came with the grant, not yet taken
     sigset_t termination;
     sigemptyset(&termination);
-    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&termination, sig);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT})
+      if (!sigismember(&g_inherited_ignored, sig)) sigaddset(&termination, sig);
     timespec now{0, 0};
     int sig = ::sigtimedwait(&termination, nullptr, &now);
     if (sig > 0) *cancelled_by = sig;
@@ -236,6 +259,146 @@ std::vector<std::string> child_environment(const redlock::Client& client, const 
   return env;
 }
 
+// ---- The command's process group, the sentinel, the terminal ----
+//
+// The command runs in a process group of its own: a lost lock, a forwarded signal and the final
+// SIGKILL reach everything it started (`sh -c 'a; b'`, pipelines, make) that did not leave the
+// group itself (setsid, setpgid). The code between fork and exec/_exit makes async-signal-safe
+// calls only: redlock has threads.
+
+void write_all(int fd, const char* data, std::size_t size) {
+  while (size > 0) {
+    ssize_t n = ::write(fd, data, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    data += n;
+    size -= static_cast<std::size_t>(n);
+  }
+}
+
+long long monotonic_ms() {
+  timespec t{};
+  ::clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<long long>(t.tv_sec) * 1000 + t.tv_nsec / 1'000'000;
+}
+
+// True while any process is in process group `group` (zombies included).
+bool group_exists(pid_t group) { return !(::kill(-group, 0) != 0 && errno == ESRCH); }
+
+// Closes descriptors first…last (last: ~0U for all above first).
+void close_range_of(unsigned first, unsigned last) {
+  if (first > last) return;
+#ifdef SYS_close_range
+  if (::syscall(SYS_close_range, first, last, 0) == 0) return;
+#endif
+  for (unsigned fd = first; fd <= last && fd < 4096; ++fd) ::close(static_cast<int>(fd));
+}
+
+void close_from(int first) { close_range_of(static_cast<unsigned>(first), ~0U); }
+
+// The sentinel ends the command if redlock ends without doing so (SIGKILL, a crash). It is
+// forked before the command, in a process group of its own (a signal to redlock's group, such
+// as `timeout -s KILL` sends, does not end it too), and reads a pipe whose writing end only
+// redlock holds: first the command's process group, then, once the command is over, 'q'. End of
+// file before 'q' means redlock is gone: SIGTERM to the group, SIGKILL --kill-after ms later.
+struct Sentinel {
+  pid_t pid = -1;
+  int fd = -1;  // the writing end
+};
+
+[[noreturn]] void sentinel_main(int control, long kill_after_ms) {
+  static const char message[] =
+      "redlock: redlock ended while its command ran: terminating the command's process group\n";
+  ::setpgid(0, 0);
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  for (int sig :
+       {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU, SIGPIPE, SIGUSR1, SIGUSR2})
+    ::sigaction(sig, &ignore, nullptr);
+  // Hold nothing of redlock's but stderr: neither its sockets nor the pipe of its stdout.
+  if (control != 3) ::dup2(control, 3);
+  int null = ::open("/dev/null", O_RDWR);
+  if (null >= 0) {
+    ::dup2(null, 0);
+    ::dup2(null, 1);
+  }
+  close_from(4);
+
+  pid_t group = 0;
+  char* at = reinterpret_cast<char*>(&group);
+  for (std::size_t got = 0; got < sizeof group;) {
+    ssize_t n = ::read(3, at + got, sizeof group - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) ::_exit(0);  // no command was started
+    got += static_cast<std::size_t>(n);
+  }
+  for (;;) {  // until redlock says 'q' or is gone
+    char byte = 0;
+    ssize_t n = ::read(3, &byte, 1);
+    if (n == 1 && byte == 'q') ::_exit(0);
+    if (n == 0 || (n < 0 && errno != EINTR)) break;
+  }
+  write_all(2, message, sizeof message - 1);
+  ::kill(-group, SIGTERM);
+  ::kill(-group, SIGCONT);  // a stopped process acts on SIGTERM once continued
+  for (long long end = monotonic_ms() + kill_after_ms; monotonic_ms() < end;) {
+    if (!group_exists(group)) ::_exit(0);
+    timespec tick{0, 20'000'000};
+    ::nanosleep(&tick, nullptr);
+  }
+  ::kill(-group, SIGKILL);
+  ::_exit(0);
+}
+
+Sentinel start_sentinel(long kill_after_ms) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return {};
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[1]);
+    sentinel_main(fds[0], kill_after_ms);
+  }
+  ::close(fds[0]);
+  if (pid < 0) {
+    ::close(fds[1]);
+    return {};
+  }
+  ::setpgid(pid, pid);  // in both, whichever runs first
+  return {pid, fds[1]};
+}
+
+// Tells the sentinel that the command is over; reaps it (it exits at once).
+void stop_sentinel(Sentinel& s) {
+  if (s.fd >= 0) {
+    write_all(s.fd, "q", 1);
+    ::close(s.fd);
+    s.fd = -1;
+  }
+  for (int i = 0; s.pid > 0 && i < 1000; ++i) {  // at most about one second
+    if (::waitpid(s.pid, nullptr, WNOHANG) != 0) break;
+    ::usleep(1000);
+  }
+  s.pid = -1;
+}
+
+// Our controlling terminal on stdin, stdout or stderr, or -1 (a pipe, a file, cron).
+int controlling_terminal() {
+  for (int fd : {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO})
+    if (::isatty(fd) && ::tcgetsid(fd) == ::getsid(0)) return fd;
+  return -1;
+}
+
+// When redlock is in the terminal's foreground, the command's group takes its place there: it
+// may read the terminal, and Ctrl-C, Ctrl-\ and Ctrl-Z go to it. (From the background,
+// tcsetpgrp would raise SIGTTOU: it is blocked in `run`.)
+void give_terminal(int tty, pid_t group) {
+  if (tty >= 0 && ::tcgetpgrp(tty) == ::getpgrp()) ::tcsetpgrp(tty, group);
+}
+
+void take_terminal(int tty, pid_t group) {
+  if (tty >= 0 && ::tcgetpgrp(tty) == group) ::tcsetpgrp(tty, ::getpgrp());
+}
+
 int exit_status_of(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
@@ -265,7 +428,8 @@ int do_run(const Globals& g, redlock::Client& client, const std::string& key, co
               std::to_string(client.config().watchdog_lease.count()) +
               " ms renewed while the command runs; votes " + held.votes.to_string());
 
-  sigset_t signals = run_signals();
+  // Everything the child needs is made here: between fork and exec it only makes
+  // async-signal-safe calls.
   std::vector<std::string> env = child_environment(client, key, lock);
   std::vector<char*> envp;
   for (auto& e : env) envp.push_back(e.data());
@@ -273,46 +437,121 @@ int do_run(const Globals& g, redlock::Client& client, const std::string& key, co
   std::vector<char*> argv;
   for (const auto& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
-  pid_t child = ::fork();
+  const std::string cannot_run = "redlock: cannot run '" + o.command[0] + "': ";
+
+#ifdef PR_SET_CHILD_SUBREAPER
+  // Orphans of the command become our children, not init's: we reap them, so that a process
+  // group whose members have all exited is seen empty (also where init leaves zombies).
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+#endif
+  Sentinel sentinel = start_sentinel(o.kill_after_ms);
+  int gate[2] = {-1, -1};  // the command waits here until its group is known to the sentinel
+  pid_t child = -1;
+  if (sentinel.pid > 0 && ::pipe2(gate, O_CLOEXEC) == 0) child = ::fork();
   if (child < 0) {
-    std::cerr << "redlock: fork failed: " << std::strerror(errno) << '\n';
+    std::cerr << "redlock: cannot start the command: " << std::strerror(errno) << '\n';
+    for (int fd : gate)
+      if (fd >= 0) ::close(fd);
+    stop_sentinel(sentinel);
     (void)lock.release();
     return kNoQuorum;
   }
   if (child == 0) {
-    ::sigprocmask(SIG_UNBLOCK, &signals, nullptr);
+    ::setpgid(0, 0);
+    ::close(sentinel.fd);
+    ::close(gate[1]);
+    char go = 0;
+    ssize_t n = -1;
+    for (int i = 0; i < 100 && n < 0; ++i) n = ::read(gate[0], &go, 1);  // EINTR: again
+    if (n != 1) ::_exit(127);  // redlock ended before the start: never run unwatched
     ::sigaction(SIGPIPE, &g_inherited_sigpipe, nullptr);
+    ::sigprocmask(SIG_SETMASK, &g_inherited_mask, nullptr);
     environ = envp.data();
     ::execvp(argv[0], argv.data());
-    std::fprintf(stderr, "redlock: cannot run '%s': %s\n", argv[0], std::strerror(errno));
-    ::_exit(errno == ENOENT ? 127 : 126);
+    int error = errno;
+    const char* reason = std::strerror(error);
+    write_all(2, cannot_run.data(), cannot_run.size());
+    write_all(2, reason, std::strlen(reason));
+    write_all(2, "\n", 1);
+    ::_exit(error == ENOENT ? 127 : 126);
   }
+  const pid_t group = child;
+  ::setpgid(child, group);  // in both, whichever runs first
+  ::close(gate[0]);
+  write_all(sentinel.fd, reinterpret_cast<const char*>(&group), sizeof group);
+  const int tty = controlling_terminal();
+  give_terminal(tty, group);
+  write_all(gate[1], "g", 1);
+  ::close(gate[1]);
 
-  bool lost = false;
+  // Until the command has exited and nothing is left in its group. Every pass ends within a
+  // tick; SIGTERM, then SIGKILL --kill-after ms later, bound the end once it is asked for.
+  using Steady = std::chrono::steady_clock;
+  const auto never = Steady::time_point::max();
+  bool lost = false, exited = false, ending = false;
   int status = 0;
-  auto kill_at = std::chrono::steady_clock::time_point::max();
+  auto kill_at = never, give_up_at = never;
+  auto end_group = [&] {
+    if (ending) return;
+    ending = true;
+    ::kill(-group, SIGTERM);
+    ::kill(-group, SIGCONT);  // a stopped process acts on SIGTERM once continued
+    kill_at = Steady::now() + std::chrono::milliseconds(o.kill_after_ms);
+  };
+  const sigset_t signals = run_signals();
   for (;;) {
     timespec tick{0, 50'000'000};
-    siginfo_t info{};
-    int sig = ::sigtimedwait(&signals, &info, &tick);
-    if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT) {
-      // A signal from the terminal already reached the child through the process group; one
-      // sent to us alone (kill, a supervisor) is passed on.
-      if (info.si_code == SI_USER || info.si_code == SI_QUEUE) ::kill(child, sig);
+    int sig = ::sigtimedwait(&signals, nullptr, &tick);
+    if (is_termination(sig)) {
+      ::kill(-group, sig);  // from a supervisor, kill, or the terminal while we had it
+    } else if (sig == SIGCONT) {
+      give_terminal(tty, group);  // `fg` after Ctrl-Z, or `bg`
+      ::kill(-group, SIGCONT);
     }
     if (!lost && (sig == kLostSignal || !lock.valid())) {
       lost = true;
       std::cerr << "redlock: lock on '" << key << "' lost (" << lock.lost_flag().reason().message()
                 << "): terminating the command\n";
-      ::kill(child, SIGTERM);
-      kill_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(o.kill_after_ms);
+      end_group();
     }
-    if (std::chrono::steady_clock::now() >= kill_at) {
-      ::kill(child, SIGKILL);
-      kill_at = std::chrono::steady_clock::time_point::max();
+    for (int i = 0; i < 1000; ++i) {  // reap every child that has news
+      int st = 0;
+      pid_t pid = ::waitpid(-1, &st, WNOHANG | WUNTRACED);
+      if (pid <= 0) break;
+      if (pid == child && WIFSTOPPED(st)) {
+        int why = WSTOPSIG(st);
+        if (tty >= 0 && (why == SIGTSTP || why == SIGTTIN || why == SIGTTOU)) {
+          // Job control: the shell gets the terminal back and sees the job stopped; its SIGCONT
+          // continues the command too. The lock is not renewed while we are stopped.
+          take_terminal(tty, group);
+          ::raise(SIGTSTP);
+        }
+      } else if (pid == child) {
+        exited = true;
+        status = st;
+      } else if (pid == sentinel.pid) {
+        sentinel.pid = -1;
+        diag(g, "the sentinel process ended; the command is no longer watched should redlock die");
+      }  // else an orphan of the command, adopted as its subreaper
     }
-    if (::waitpid(child, &status, WNOHANG) == child) break;
+    if (exited && !group_exists(group)) break;
+    if (exited && !ending) {
+      diag(g, "the command exited; terminating what it left running in its process group");
+      end_group();
+    }
+    auto now = Steady::now();
+    if (now >= kill_at) {
+      ::kill(-group, SIGKILL);
+      kill_at = never;
+      give_up_at = now + std::chrono::seconds(1);
+    }
+    if (exited && now >= give_up_at) {
+      diag(g, "processes of the command's group outlived SIGKILL; not waiting for them");
+      break;
+    }
   }
+  take_terminal(tty, group);
+  stop_sentinel(sentinel);
   auto r = lock.release();
   if (r)
     diag(g, "released '" + key + "'; votes " + r.votes.to_string());
@@ -355,6 +594,12 @@ int main(int argc, char** argv) {
   struct sigaction ignore {};
   ignore.sa_handler = SIG_IGN;
   ::sigaction(SIGPIPE, &ignore, &g_inherited_sigpipe);
+  ::pthread_sigmask(SIG_SETMASK, nullptr, &g_inherited_mask);
+  note_ignored_signals();
+  // A closed stdin, stdout or stderr gets /dev/null, so that no socket or pipe of ours takes
+  // its number and receives what is meant for the terminal.
+  for (int fd = 0; fd <= 2; ++fd)
+    if (::fcntl(fd, F_GETFD) < 0 && errno == EBADF) ::open("/dev/null", O_RDWR);
 
   CLI::App app{"redlock: a distributed lock over N independent Redis masters (Redlock)"};
   app.fallthrough();  // global options are accepted after the verb as well
@@ -392,7 +637,8 @@ int main(int argc, char** argv) {
   run->add_option("--conflict-exit-code", run_options.conflict_exit_code,
                   "exit code when the lock is held by another (default 1)");
   run->add_option("--kill-after", run_options.kill_after_ms,
-                  "after a lost lock, SIGKILL the command this many ms after SIGTERM (5000)");
+                  "SIGKILL the command's process group this many ms after SIGTERM (5000)")
+      ->check(CLI::NonNegativeNumber);
   run->add_option("COMMAND", run_options.command, "the command and its arguments, after --")
       ->required();
 
@@ -410,6 +656,7 @@ int main(int argc, char** argv) {
   if (run->parsed()) {
     if (!run_options.wait_ms) run_options.wait_ms = 0;
     sigset_t signals = run_signals();
+    sigaddset(&signals, SIGTTOU);  // taking the terminal back from the command's group
     ::pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // before the loop thread exists
   }
   try {
