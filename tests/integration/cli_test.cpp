@@ -414,6 +414,19 @@ TEST_F(Cli, RunDoesNotHandTheNodeListToTheCommand) {
   EXPECT_TRUE(std::regex_search(r.out, std::regex("nodes=\\[unset\\] token=\\[[0-9a-f]{32}\\]")))
       << r.out;
   EXPECT_EQ(r.out.find("s3cret-pw"), std::string::npos) << "the password reached the command";
+
+  // Nor redlock's own connections to the nodes (authenticated), nor its other descriptors; a
+  // descriptor redlock was given is passed on.
+  int given = ::open("/dev/null", O_RDONLY);  // not close-on-exec: redlock inherits it
+  ASSERT_GE(given, 3);
+  auto fds = cli({"run", "fds", "--", "sh", "-c", "ls -l /proc/$$/fd"},
+                 {"REDLOCK_NODES=" + secured.node_list(":s3cret-pw")});
+  ::close(given);
+  ASSERT_EQ(fds.exit_code, 0) << fds.err;
+  EXPECT_EQ(fds.out.find("socket:"), std::string::npos) << fds.out;
+  EXPECT_EQ(fds.out.find("anon_inode:"), std::string::npos) << fds.out;
+  EXPECT_NE(fds.out.find(" " + std::to_string(given) + " -> /dev/null"), std::string::npos)
+      << fds.out;
 }
 
 TEST_F(Cli, OutputToAClosedPipeDoesNotKillRedlock) {

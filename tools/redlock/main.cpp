@@ -17,10 +17,12 @@
 #endif
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -132,6 +134,27 @@ int do_release(const Globals& g, redlock::Client& client, const std::string& key
 // SIGPIPE's disposition and the signal mask when redlock started; given back to the command.
 struct sigaction g_inherited_sigpipe;
 sigset_t g_inherited_mask;
+// Descriptors above stderr that redlock was started with, sorted: the command gets these, and
+// none that redlock opened itself (hiredis's sockets to the nodes are not close-on-exec).
+// Unknown (nullopt) without /proc: then nothing is closed.
+std::optional<std::vector<int>> g_inherited_fds;
+
+void note_inherited_fds() {
+  std::vector<int> fds;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it("/proc/self/fd", ec), end; !ec && it != end;
+       it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.find_first_not_of("0123456789") == std::string::npos) fds.push_back(std::stoi(name));
+  }
+  if (ec) return;
+  std::vector<int> open;  // less the directory's own descriptor, closed by now
+  for (int fd : fds)
+    if (fd > 2 && ::fcntl(fd, F_GETFD) >= 0) open.push_back(fd);
+  std::sort(open.begin(), open.end());
+  g_inherited_fds = std::move(open);
+}
+
 // Termination signals that were ignored when redlock started (`nohup`, a background job of a
 // script): they stay ignored, by redlock as by the command.
 sigset_t g_inherited_ignored;
@@ -295,6 +318,17 @@ void close_range_of(unsigned first, unsigned last) {
 }
 
 void close_from(int first) { close_range_of(static_cast<unsigned>(first), ~0U); }
+
+// In the command, before exec: closes every descriptor above stderr that redlock did not
+// inherit.
+void close_own_fds(const std::vector<int>& inherited) {
+  unsigned next = 3;
+  for (int fd : inherited) {
+    close_range_of(next, static_cast<unsigned>(fd) - 1);
+    next = static_cast<unsigned>(fd) + 1;
+  }
+  close_range_of(next, ~0U);
+}
 
 // The sentinel ends the command if redlock ends without doing so (SIGKILL, a crash). It is
 // forked before the command, in a process group of its own (a signal to redlock's group, such
@@ -464,6 +498,7 @@ int do_run(const Globals& g, redlock::Client& client, const std::string& key, co
     ssize_t n = -1;
     for (int i = 0; i < 100 && n < 0; ++i) n = ::read(gate[0], &go, 1);  // EINTR: again
     if (n != 1) ::_exit(127);  // redlock ended before the start: never run unwatched
+    if (g_inherited_fds) close_own_fds(*g_inherited_fds);
     ::sigaction(SIGPIPE, &g_inherited_sigpipe, nullptr);
     ::sigprocmask(SIG_SETMASK, &g_inherited_mask, nullptr);
     environ = envp.data();
@@ -658,6 +693,7 @@ int main(int argc, char** argv) {
     sigset_t signals = run_signals();
     sigaddset(&signals, SIGTTOU);  // taking the terminal back from the command's group
     ::pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // before the loop thread exists
+    note_inherited_fds();                             // before the client opens any
   }
   try {
     auto config = make_config(g);
