@@ -246,35 +246,51 @@ std::string Run::node_list(const std::vector<std::uint16_t>& ports) const {
 }
 
 void Run::crash(std::size_t i) {
+  last_fault_ = Steady::now();
   paused_.at(i) = false;
   nodes_.at(i)->kill9();
   event("node " + std::to_string(i) + " crashed (kill -9)");
 }
 
 void Run::restart(std::size_t i) {
+  last_fault_ = Steady::now();
   nodes_.at(i)->restart();
   paused_.at(i) = false;
   event("node " + std::to_string(i) + " restarted");
 }
 
 void Run::pause(std::size_t i) {
+  last_fault_ = Steady::now();
   nodes_.at(i)->pause();
   paused_.at(i) = true;
   event("node " + std::to_string(i) + " paused (SIGSTOP)");
 }
 
 void Run::resume(std::size_t i) {
+  last_fault_ = Steady::now();
   nodes_.at(i)->resume();
   paused_.at(i) = false;
   event("node " + std::to_string(i) + " resumed (SIGCONT)");
 }
 
-std::size_t Run::lock_keys(std::size_t i) {
+std::vector<std::string> Run::lock_keys(std::size_t i) {
   auto& n = *nodes_.at(i);
-  if (!n.running() || paused_[i]) return 0;
+  if (!n.running() || paused_[i]) return {};
   auto text = n.command({"KEYS", "redlock:*"});
-  if (text.empty() || text.rfind("(", 0) == 0) return 0;  // none, or an error
-  return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n') + 1);
+  if (text.empty() || text.rfind("(", 0) == 0) return {};  // none, or an error
+  std::vector<std::string> keys;
+  for (std::size_t pos = 0; pos <= text.size();) {
+    auto nl = text.find('\n', pos);
+    if (nl == std::string::npos) nl = text.size();
+    if (nl > pos) keys.push_back(text.substr(pos, nl - pos));
+    pos = nl + 1;
+  }
+  return keys;
+}
+
+void Run::network_healed() {
+  healed_ = Steady::now();
+  event("network healed");
 }
 
 std::vector<std::string> Run::worker_args(const std::string& id, const WorkerSpec& spec) const {
@@ -455,7 +471,7 @@ Outcome Run::finish() {
   o.sections = sections.size();
 
   // Lock keys right after the end (ghosts), then once every ttl has passed (leaks).
-  for (std::size_t i = 0; i < nodes_.size(); ++i) o.ghosts += lock_keys(i);
+  for (std::size_t i = 0; i < nodes_.size(); ++i) o.ghosts += lock_keys(i).size();
 
   auto claimed = find_overlaps(sections, Mode::claimed);
   auto actual = find_overlaps(sections, Mode::actual);
@@ -474,9 +490,19 @@ Outcome Run::finish() {
   if (o.actual > 0 && !actual_allowed_.empty())
     note(std::to_string(o.actual) + " actual overlaps allowed: " + actual_allowed_);
 
-  auto leak_at = ended + Ms(max_ttl_ + 300);
+  // Once every ttl has passed since the last moment a lock command could still run: the end of
+  // the workers, the last fault, or (after a partition) the last retransmission TCP may make.
+  auto quiet =
+      std::max({ended, last_fault_, healed_ + Ms(healed_ == Steady::time_point{} ? 0 : 3000)});
+  auto leak_at = quiet + Ms(max_ttl_ + 300);
   if (Steady::now() < leak_at) std::this_thread::sleep_until(leak_at);
-  for (std::size_t i = 0; i < nodes_.size(); ++i) o.leaked += lock_keys(i);
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    for (const auto& key : lock_keys(i)) {
+      ++o.leaked;
+      note("leaked: node " + std::to_string(i) + " " + key + " = " +
+           nodes_[i]->command({"GET", key}) + ", pttl " + nodes_[i]->command({"PTTL", key}));
+    }
+  }
 
   // Verdict.
   if (o.claimed > 0)

@@ -165,8 +165,11 @@ class Run {
   void restart(std::size_t i);  // start again on the same port (empty unless persistent)
   void pause(std::size_t i);    // SIGSTOP
   void resume(std::size_t i);   // SIGCONT
-  // Keys under the lock prefix on node i (bounded by a timeout; 0 when down or paused).
-  std::size_t lock_keys(std::size_t i);
+  // Keys under the lock prefix on node i (bounded by a timeout; none when down or paused).
+  std::vector<std::string> lock_keys(std::size_t i);
+  // Network faults were healed just now: requests held back by them may still arrive (TCP
+  // retransmits for a while after a partition heals), so the leak check waits longer.
+  void network_healed();
 
   // --- workers -----------------------------------------------------------------------------
   // A worker in a loop mode, writing its records to <dir>/<id>.rec.
@@ -213,6 +216,8 @@ class Run {
   std::vector<std::string> own_status_;  // ids of processes whose exit status is not judged
   std::vector<std::unique_ptr<Control>> controls_;
   long max_ttl_ = 0;
+  std::chrono::steady_clock::time_point last_fault_{};  // the last crash, restart, pause, resume
+  std::chrono::steady_clock::time_point healed_{};      // the last network_healed()
   std::string actual_allowed_;
   int log_fd_ = -1;
 };

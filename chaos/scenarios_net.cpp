@@ -23,7 +23,7 @@ void partition(Run& run, std::size_t k) {
   long d = run.phase(10000, 25000);
   spawn_mix(run, d, 500, false);
   std::mt19937_64 rng(std::random_device{}());
-  auto end = Steady::now() + Ms(d - 1000);
+  auto end = Steady::now() + Ms(d - 2500);  // the last heal comes before the workers stop
   run.sleep(500ms);
   while (Steady::now() < end) {
     auto order = shuffled(5, rng);
@@ -37,7 +37,7 @@ void partition(Run& run, std::size_t k) {
     run.event("partitioned nodes" + which);
     run.sleep(1000ms);
     net.heal_all();
-    run.event("healed");
+    run.network_healed();
     run.sleep(Ms(400 + static_cast<long>(rng() % 300)));
   }
 }
@@ -64,14 +64,14 @@ void reply_loss(Run& run) {
     run.event("replies dropped from nodes" + which);
     run.sleep(800ms);
     net.heal_all();
-    run.event("healed");
+    run.network_healed();
     run.sleep(500ms);
   }
   for (std::size_t i = 0; i < run.size(); ++i) net.loss(run.node(i).port(), 30);
   run.event("30% random loss on every node");
-  run.sleep(Ms(d / 2 - 1500));
+  run.sleep(Ms(d / 2 - 2500));  // healed before the workers stop
   net.heal_all();
-  run.event("healed");
+  run.network_healed();
 }
 
 // Every node behind a fault proxy. The lease is 400 ms with a drift factor of 0.2: validity
