@@ -40,6 +40,10 @@ struct AcquireRequest {
   std::optional<Milliseconds> wait;
   // Ends the wait early with Errc::cancelled (optional).
   std::optional<CancelToken> cancel;
+  // Give the lock a fencing token (Lock::fencing_token). Costs one more parallel round trip per
+  // grant (the token is written back to a quorum before it is handed out); plain locks pay
+  // nothing for it.
+  bool fencing = false;
 };
 
 // Health of one node, as `redlock status` prints it.

@@ -73,6 +73,8 @@ class HeldLock {
 
   const std::vector<std::string>& resources() const;
   const std::string& token() const;
+  // The grant's fencing token (AcquireRequest::fencing), or 0.
+  std::uint64_t fencing_token() const noexcept;
 
   // Stops renewal and runs compare-and-delete on every node. Blocking (not from a callback);
   // idempotent: a second call returns Errc::not_held without a round trip.

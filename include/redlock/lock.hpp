@@ -23,6 +23,11 @@ struct Lock {
   std::string token;                   // 32 hex digits, unique to this grant
   Clock::time_point valid_until{};     // end of the validity window (drift already subtracted)
   Milliseconds ttl{0};                 // the lease the lock was last acquired or extended with
+  // With AcquireRequest::fencing: a number greater than the fencing token of every earlier
+  // fenced grant of the same resource(s), as long as the nodes keep their data (see
+  // docs/safety.md). Pass it to the storage you protect, which rejects writes carrying a lower
+  // one. 0 when fencing was not asked for. Extends keep it.
+  std::uint64_t fencing_token = 0;
 
   Lock() = default;
   Lock(std::string resource, std::string token_value)
@@ -55,6 +60,8 @@ struct NodeVote {
   // Acquire, Vote::no: an opaque name of the other holder (a digest of its token, never the
   // token), the same on every node it holds: tells a real holder from a split vote.
   std::string holder;
+  // Acquire with fencing, Vote::yes: this node's fence counter for the grant.
+  std::uint64_t fence = 0;
 };
 
 // Per-node votes of the last attempt of an operation, in the order of Config::nodes.

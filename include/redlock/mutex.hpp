@@ -21,6 +21,8 @@ struct MutexOptions {
   LostCallback on_lost;
   // Reports what unlock() cannot throw (not the owner, release failed). Default: stderr.
   std::function<void(std::error_code, const std::string&)> on_error;
+  // Give each hold a fencing token (fencing_token()); one more round trip per lock().
+  bool fencing = false;
 };
 
 // Owner: the calling thread of this Client. The same thread may lock again without a round
@@ -58,6 +60,8 @@ class Mutex {
   LostFlag lost_flag() const;
   // Depth of re-entry of the calling thread (0 when it does not hold the lock).
   int depth() const;
+  // The fencing token of the calling thread's hold (MutexOptions::fencing), or 0.
+  std::uint64_t fencing_token() const;
   // The last error unlock() reported on this object (thread-safe copy).
   std::error_code last_error() const;
 

@@ -97,6 +97,17 @@ inline bool held_elsewhere(const std::vector<NodeVote>& votes, std::size_t quoru
   return best + unnamed >= quorum;
 }
 
+// The fencing token of a won fenced acquire: the highest fence counter among the nodes that
+// granted. Any quorum of them meets the write-back quorum of every earlier fenced grant in a node
+// whose counter was already raised to that grant's token before our INCR, so the highest of ours
+// is greater than every earlier token (docs/safety.md).
+inline std::uint64_t fencing_token_of(const std::vector<NodeVote>& votes) noexcept {
+  std::uint64_t token = 0;
+  for (const auto& v : votes)
+    if (v.vote == Vote::yes && v.fence > token) token = v.fence;
+  return token;
+}
+
 // Delay before retrying after a split vote. Every contender released what it got, so the nodes
 // are free again within a round trip; contenders that were closer to a quorum retry first (one
 // step of `unit` per missing vote), with a random spread that doubles with every split in a row

@@ -21,6 +21,8 @@ void classify_acquire(const redisReply* r, const Command&, NodeVote* votes, std:
   if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 || !is_int(r->element[0])) return;
   if (r->element[0]->integer == 1) {
     votes[0].vote = Vote::yes;
+    if (r->elements >= 2 && is_int(r->element[1]) && r->element[1]->integer > 0)
+      votes[0].fence = static_cast<std::uint64_t>(r->element[1]->integer);
     return;
   }
   votes[0].vote = Vote::no;
@@ -28,6 +30,11 @@ void classify_acquire(const redisReply* r, const Command&, NodeVote* votes, std:
     votes[0].holder_ttl = Milliseconds(r->element[1]->integer);
   if (r->elements >= 3 && r->element[2]->type == REDIS_REPLY_STRING)
     votes[0].holder.assign(r->element[2]->str, r->element[2]->len);
+}
+
+// The fencing write-back: 1 when the node still held our token and raised its counters.
+void classify_fence(const redisReply* r, const Command&, NodeVote* votes, std::size_t) {
+  if (is_int(r)) votes[0].vote = r->integer == 1 ? Vote::yes : Vote::no;
 }
 
 // Number of keys deleted: yes only when every key still held our token.
@@ -213,7 +220,8 @@ class Coordinator::AcquireJob final : public Waiter {
         keys_(co.keys_of(resources_)),
         ttl_(ttl),
         done_(std::move(done)),
-        cancel_(std::move(request.cancel)) {
+        cancel_(std::move(request.cancel)),
+        fencing_(request.fencing) {
     if (!request.wait) {
       max_attempts_ = 1 + co.config().retry_count;
     } else if (request.wait->count() == 0) {
@@ -289,13 +297,12 @@ class Coordinator::AcquireJob final : public Waiter {
     ++attempts_;
     in_attempt_ = true;
     woken_ = false;
-    Command command{&script_acquire, keys_, {token_, ms_arg(ttl_)}};
+    Command command{&script_acquire, keys_, {token_, ms_arg(ttl_), fencing_ ? "1" : "0"}};
     FanOut::start(co_, std::move(command), 1, classify_acquire,
                   [this](FanOut& f, std::size_t) { on_attempt(f); });
   }
 
   void on_attempt(FanOut& f) {
-    in_attempt_ = false;
     auto now = Clock::now();
     AcquireResult r;
     r.votes = f.votes();
@@ -307,6 +314,11 @@ class Coordinator::AcquireJob final : public Waiter {
         r.lock.token = token_;
         r.lock.valid_until = *valid_until;
         r.lock.ttl = ttl_;
+        if (fencing_) {
+          write_back(std::move(r));
+          return;
+        }
+        in_attempt_ = false;
         finish(std::move(r));
         return;
       }
@@ -314,6 +326,38 @@ class Coordinator::AcquireJob final : public Waiter {
     } else {
       r.error = make_error_code(f.tally().loss_reason(Errc::not_acquired));
     }
+    attempt_failed(std::move(r), now);
+  }
+
+  // A fenced grant: the fencing token is the highest counter among the granting nodes, and it
+  // is handed out only once a quorum has raised its counters to it while still holding our
+  // token, inside the validity window. Otherwise the attempt failed like any other.
+  void write_back(AcquireResult granted) {
+    granted.lock.fencing_token = fencing_token_of(granted.votes.nodes);
+    Command command{&script_fence, keys_, {token_, std::to_string(granted.lock.fencing_token)}};
+    auto shared = std::make_shared<AcquireResult>(std::move(granted));
+    FanOut::start(
+        co_, std::move(command), 1, classify_fence, [this, shared](FanOut& f, std::size_t) {
+          auto now = Clock::now();
+          AcquireResult r = std::move(*shared);
+          bool valid = still_valid(now, r.lock.valid_until);
+          if (f.verdict() == Verdict::won && valid && !co_.shutting_down() && !stop_reason_) {
+            in_attempt_ = false;
+            finish(std::move(r));
+            return;
+          }
+          r.votes = f.votes();
+          if (f.verdict() != Verdict::won)
+            r.error = make_error_code(f.tally().loss_reason(Errc::not_acquired));
+          else
+            r.error = make_error_code(valid ? Errc::shutting_down : Errc::validity_expired);
+          r.lock = Lock();
+          attempt_failed(std::move(r), now);
+        });
+  }
+
+  void attempt_failed(AcquireResult r, Clock::time_point now) {
+    in_attempt_ = false;
     // A failed attempt may have left its token on some nodes, or may still do so on nodes that
     // have not answered: compare-and-delete everywhere, queued behind the acquire. Silently: a
     // clean-up is no release, and must wake no waiter (this one included).
@@ -387,6 +431,7 @@ class Coordinator::AcquireJob final : public Waiter {
   Milliseconds ttl_;
   Client::AcquireCallback done_;
   std::optional<CancelToken> cancel_;
+  bool fencing_ = false;
   std::uint64_t cancel_hook_ = 0;
   int max_attempts_ = 1;
   bool waits_ = false;
@@ -410,9 +455,10 @@ Coordinator::Coordinator(uv_loop_t* loop, const Config& config)
     : loop_(loop), config_(config), rng_(random_seed()), waiters_(*this), watchdog_(*this) {
   auto addresses = std::make_shared<std::vector<std::string>>();
   for (std::size_t i = 0; i < config_.nodes.size(); ++i) {
-    nodes_.push_back(std::make_unique<Node>(
-        loop_, i, config_.nodes[i], config_, rng_(), nullptr,
-        std::vector<const Script*>{&script_acquire, &script_renew, &script_release}));
+    nodes_.push_back(
+        std::make_unique<Node>(loop_, i, config_.nodes[i], config_, rng_(), nullptr,
+                               std::vector<const Script*>{&script_acquire, &script_renew,
+                                                          &script_release, &script_fence}));
     addresses->push_back(nodes_.back()->address());
   }
   addresses_ = std::move(addresses);
@@ -501,6 +547,7 @@ void Coordinator::hold(AcquireRequest request, Milliseconds ttl, bool renew, Los
             lease->resources = r.lock.resources;
             lease->keys = keys_of(r.lock.resources);
             lease->token = r.lock.token;
+            lease->fencing_token = r.lock.fencing_token;
             lease->ttl = r.lock.ttl;
             lease->renew = renew;
             lease->link = std::move(link);

@@ -78,6 +78,10 @@ const std::string& HeldLock::token() const {
   return lease_ ? lease_->token : none;
 }
 
+std::uint64_t HeldLock::fencing_token() const noexcept {
+  return lease_ ? lease_->fencing_token : 0;
+}
+
 ReleaseResult HeldLock::release() {
   ReleaseResult r;
   if (!held()) {

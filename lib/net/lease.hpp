@@ -27,6 +27,7 @@ struct Lease {
   std::vector<std::string> resources;
   std::vector<std::string> keys;
   std::string token;
+  std::uint64_t fencing_token = 0;
   Milliseconds ttl{0};
   bool renew = false;
   std::weak_ptr<ClientLink> link;

@@ -31,6 +31,7 @@ bool Mutex::lock_within(Milliseconds wait) {
   request.resources = {resource_};
   request.ttl = options_.lease;
   request.wait = wait;
+  request.fencing = options_.fencing;
   auto r = client_.hold(std::move(request), options_.on_lost);
   if (!r) {
     {
@@ -123,6 +124,11 @@ LostFlag Mutex::lost_flag() const {
 
 int Mutex::depth() const {
   return with_entry(*client_.impl_, resource_, [](auto* h) { return h ? h->depth : 0; });
+}
+
+std::uint64_t Mutex::fencing_token() const {
+  return with_entry(*client_.impl_, resource_,
+                    [](auto* h) { return h ? h->lock.fencing_token() : std::uint64_t{0}; });
 }
 
 std::error_code Mutex::last_error() const {

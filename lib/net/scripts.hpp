@@ -11,5 +11,7 @@ inline constexpr Script script_acquire{"acquire", lua::acquire_body, lua::acquir
 // Renewal only raises the ttl of keys that hold the caller's token; release only deletes them.
 inline constexpr Script script_renew{"renew", lua::renew_body, lua::renew_sha, true};
 inline constexpr Script script_release{"release", lua::release_body, lua::release_sha, true};
+// The fencing write-back only raises counters while the node holds the caller's token.
+inline constexpr Script script_fence{"fence", lua::fence_body, lua::fence_sha, true};
 
 }  // namespace redlock::detail
