@@ -472,6 +472,8 @@ Outcome Run::finish() {
 
   // Lock keys right after the end (ghosts), then once every ttl has passed (leaks).
   for (std::size_t i = 0; i < nodes_.size(); ++i) o.ghosts += lock_keys(i).size();
+  if (o.ghosts > 0)
+    note(std::to_string(o.ghosts) + " lock key(s) on the nodes right after the workers ended");
 
   auto claimed = find_overlaps(sections, Mode::claimed);
   auto actual = find_overlaps(sections, Mode::actual);
