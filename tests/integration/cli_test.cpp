@@ -549,6 +549,17 @@ TEST_F(Cli, RunEndsWhatTheCommandLeftRunningBeforeItReleases) {
   EXPECT_EQ(cluster.count_existing("redlock:leftover"), 0u);
 }
 
+TEST_F(Cli, RunWorksWhenStartedWithSigchldIgnored) {
+  ::signal(SIGCHLD, SIG_IGN);  // inherited by the CLI; restored here before any child can exit
+  Process p(
+      {REDLOCK_CLI_PATH, "--nodes", nodes, "run", "nochld", "--", "sh", "-c", "sleep 0.2; exit 5"});
+  ::signal(SIGCHLD, SIG_DFL);
+  auto r = p.wait(5s);
+  EXPECT_FALSE(r.timed_out) << "redlock did not notice that its command had exited";
+  EXPECT_EQ(r.exit_code, 5) << r.err;
+  EXPECT_EQ(cluster.count_existing("redlock:nochld"), 0u);
+}
+
 TEST_F(Cli, RunGivesTheCommandTheTerminal) {
   {
     // Reading the terminal works (a command in a background process group would be stopped).

@@ -131,8 +131,10 @@ int do_release(const Globals& g, redlock::Client& client, const std::string& key
   return kOk;
 }
 
-// SIGPIPE's disposition and the signal mask when redlock started; given back to the command.
+// SIGPIPE's and SIGCHLD's dispositions and the signal mask when redlock started; given back
+// to the command.
 struct sigaction g_inherited_sigpipe;
+struct sigaction g_inherited_sigchld;
 sigset_t g_inherited_mask;
 // Descriptors above stderr that redlock was started with, sorted: the command gets these, and
 // none that redlock opened itself (hiredis's sockets to the nodes are not close-on-exec).
@@ -500,6 +502,7 @@ int do_run(const Globals& g, redlock::Client& client, const std::string& key, co
     if (n != 1) ::_exit(127);  // redlock ended before the start: never run unwatched
     if (g_inherited_fds) close_own_fds(*g_inherited_fds);
     ::sigaction(SIGPIPE, &g_inherited_sigpipe, nullptr);
+    ::sigaction(SIGCHLD, &g_inherited_sigchld, nullptr);
     ::sigprocmask(SIG_SETMASK, &g_inherited_mask, nullptr);
     environ = envp.data();
     ::execvp(argv[0], argv.data());
@@ -692,6 +695,10 @@ int main(int argc, char** argv) {
     if (!run_options.wait_ms) run_options.wait_ms = 0;
     sigset_t signals = run_signals();
     sigaddset(&signals, SIGTTOU);  // taking the terminal back from the command's group
+    // An ignored SIGCHLD would have the kernel reap the command: we could not see it exit.
+    struct sigaction chld_default {};
+    chld_default.sa_handler = SIG_DFL;
+    ::sigaction(SIGCHLD, &chld_default, &g_inherited_sigchld);
     ::pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // before the loop thread exists
     note_inherited_fds();                             // before the client opens any
   }
