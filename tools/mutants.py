@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""Mutation check: every deliberate fault in the safety rules must make some test fail.
+
+Copies the working tree's tracked files into a scratch directory, builds the unit, integration
+and CLI tests once, then applies each mutant below in turn (an exact text replacement in one
+file), rebuilds incrementally, and runs ctest until the first failure. Prints a Markdown table of
+mutants and the test that killed each; exits 1 when a mutant survives or no longer applies (its
+text is gone from the source: update the mutant with the code).
+
+    python3 tools/mutants.py [--jobs N] [--keep] [NAME ...]
+"""
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+# name, file, text in the source, text of the fault, what the fault means
+MUTANTS = [
+    ("grant_below_quorum", "lib/core/quorum.hpp",
+     "if (yes >= quorum()) return Verdict::won;",
+     "if (yes + 1 >= quorum()) return Verdict::won;",
+     "a lock is granted one vote short of a quorum"),
+    ("no_validity_check", "lib/core/quorum.hpp",
+     "if (!still_valid(now, deadline)) return std::nullopt;",
+     "(void)now;",
+     "a quorum counts after the validity window closed (acquire, extend, renewal)"),
+    ("set_without_nx", "lib/scripts/acquire.lua",
+     "if holder and holder ~= ARGV[1] then",
+     "if false then",
+     "the acquire script overwrites another holder's key"),
+    ("release_without_compare", "lib/scripts/release.lua",
+     "if redis.call('GET', key) == ARGV[1] then",
+     "if redis.call('EXISTS', key) == 1 then",
+     "release deletes the key whoever holds it"),
+    ("extend_accepts_minority", "lib/net/coordinator.cpp",
+     "r.valid_until = previous;\n                  if (f.verdict() == Verdict::won) {",
+     "r.valid_until = previous;\n                  if (f.tally().yes >= 1) {",
+     "an extend confirmed by one node counts"),
+    ("one_token_for_all_attempts", "lib/net/coordinator.cpp",
+     "if (auto ec = new_token(token_)) {",
+     "if (auto ec = token_.empty() ? new_token(token_) : std::error_code()) {",
+     "every attempt of an acquire reuses the first token"),
+    ("renewal_never_reports_lost", "lib/net/watchdog.cpp",
+     "if (lease->lost()) return;",
+     "if (lease->lost() || code == Errc::lock_lost) return;",
+     "a lock whose renewal failed is never reported lost"),
+    ("no_cleanup_after_failed_attempt", "lib/net/coordinator.cpp",
+     "co_.release_everywhere(keys_, token_, /*announce=*/false);",
+     "(void)0;",
+     "a failed attempt leaves its partial grants behind"),
+    ("extend_shortens_keys", "lib/scripts/renew.lua",
+     "if redis.call('PTTL', KEYS[j]) < ttl then",
+     "if true then",
+     "an extend may shorten a key's ttl on the nodes"),
+    ("cleanup_announces_release", "lib/net/coordinator.cpp",
+     "co_.release_everywhere(keys_, token_, /*announce=*/false);",
+     "co_.release_everywhere(keys_, token_, /*announce=*/true);",
+     "a failed attempt's clean-up wakes waiters"),
+    ("batch_couples_fates", "lib/scripts/renew.lua",
+     "local value = redis.pcall('GET', KEYS[j])",
+     "local value = redis.call('GET', KEYS[j])",
+     "one lock's bad key fails the whole renewal batch"),
+    ("no_handshake_gate", "lib/net/node.cpp",
+     "if (current_->handshake_left > 0) {",
+     "if (false) {",
+     "commands are pipelined behind AUTH/SELECT before they succeeded"),
+    ("noscript_resend_reorders", "lib/net/node.cpp",
+     "if (script->order_free || conn.pending.empty()) {",
+     "if (true) {",
+     "an acquire is re-sent after NOSCRIPT behind its own clean-up"),
+    ("fencing_without_write_back", "lib/net/coordinator.cpp",
+     "          write_back(std::move(r));\n          return;",
+     "          r.lock.fencing_token = fencing_token_of(r.votes.nodes);\n"
+     "          in_attempt_ = false;\n          finish(std::move(r));\n          return;",
+     "a fencing token is handed out before a quorum raised its counters"),
+    ("sigpipe_unmasked", "lib/net/loop.cpp",
+     "sigfillset(&all);",
+     "sigemptyset(&all);",
+     "the loop thread can receive SIGPIPE"),
+]
+
+
+def run(cmd, cwd, log, timeout):
+    with open(log, "w") as out:
+        return subprocess.run(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
+                              timeout=timeout).returncode
+
+
+def first_failure(log):
+    with open(log) as f:
+        text = f.read()
+    m = re.search(r"\*\*\*(?:Failed|Timeout|Exception)[^\n]*", text)
+    names = re.findall(r"Test +#\d+: (\S+) \.+\*\*\*", text)
+    if names:
+        return names[0]
+    if m:
+        return m.group(0)
+    return "build failed" if "FAILED:" in text else "?"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--keep", action="store_true", help="keep the scratch directory")
+    ap.add_argument("names", nargs="*", help="mutants to run (default: all)")
+    args = ap.parse_args()
+
+    top = subprocess.check_output(["git", "rev-parse", "--show-toplevel"], text=True).strip()
+    chosen = [m for m in MUTANTS if not args.names or m[0] in args.names]
+    unknown = set(args.names) - {m[0] for m in MUTANTS}
+    if unknown:
+        sys.exit("unknown mutants: " + ", ".join(sorted(unknown)))
+
+    # Every anchor must be present exactly once, or the mutant no longer tests anything.
+    stale = []
+    for name, path, old, _, _ in chosen:
+        with open(os.path.join(top, path)) as f:
+            if f.read().count(old) != 1:
+                stale.append(f"{name} ({path})")
+    if stale:
+        sys.exit("mutants that no longer apply (update them with the code): " + ", ".join(stale))
+
+    scratch = tempfile.mkdtemp(prefix="redlock-mutants-")
+    try:
+        files = subprocess.check_output(["git", "ls-files", "-z"], cwd=top).split(b"\0")
+        for f in files:
+            if not f:
+                continue
+            rel = f.decode()
+            src = os.path.join(top, rel)
+            if not os.path.isfile(src):
+                continue
+            dst = os.path.join(scratch, rel)
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            shutil.copy2(src, dst)
+        build = os.path.join(scratch, "build")
+        log = os.path.join(scratch, "log.txt")
+        configure = ["cmake", "-S", scratch, "-B", build, "-G", "Ninja",
+                     "-DCMAKE_BUILD_TYPE=RelWithDebInfo", "-DREDLOCK_BUILD_EXAMPLES=OFF"]
+        targets = ["redlock_unit_tests", "redlock_integration_tests", "redlock_cli_tests",
+                   "redlock_cli", "redlock_faulty_host"]
+        build_cmd = ["cmake", "--build", build, "-j", str(args.jobs), "--target"] + targets
+        ctest = ["ctest", "--test-dir", build, "-j", str(args.jobs), "--stop-on-failure",
+                 "--timeout", "120", "-L", "unit|integration|cli"]
+        print(f"== baseline build in {scratch}", flush=True)
+        if run(configure, scratch, log, 600) or run(build_cmd, scratch, log, 1800):
+            print(open(log).read()[-4000:])
+            sys.exit("baseline build failed")
+        if run(ctest, scratch, log, 1800):
+            print(open(log).read()[-4000:])
+            sys.exit("the suite fails without any mutant: fix that first")
+
+        rows, survived = [], []
+        for name, path, old, new, meaning in chosen:
+            target = os.path.join(scratch, path)
+            with open(target) as f:
+                original = f.read()
+            start = time.time()
+            with open(target, "w") as f:
+                f.write(original.replace(old, new, 1))
+            try:
+                if run(configure, scratch, log, 600) or run(build_cmd, scratch, log, 1800):
+                    killer = "does not build"
+                elif run(ctest, scratch, log, 1800):
+                    killer = first_failure(log)
+                else:
+                    killer = None
+            except subprocess.TimeoutExpired:
+                killer = "timed out"
+            finally:
+                with open(target, "w") as f:
+                    f.write(original)
+            took = time.time() - start
+            status = "killed" if killer else "SURVIVED"
+            if not killer:
+                survived.append(name)
+            rows.append((name, meaning, status, killer or "-", took))
+            print(f"   {name}: {status} by {killer or '-'} ({took:.0f} s)", flush=True)
+
+        print()
+        print("| mutant | fault | result | killed by | time |")
+        print("| --- | --- | --- | --- | ---: |")
+        for name, meaning, status, killer, took in rows:
+            print(f"| `{name}` | {meaning} | {status} | `{killer}` | {took:.0f} s |")
+        print()
+        print(f"{len(rows) - len(survived)} of {len(rows)} mutants killed")
+        # Restore the build to the unmutated source for --keep users.
+        run(configure, scratch, log, 600)
+        return 1 if survived else 0
+    finally:
+        if not args.keep:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
