@@ -68,7 +68,9 @@ class Client {
   // network.
   explicit Client(Config config);
   // Stops the loop: pending asynchronous operations complete with Errc::shutting_down.
-  // Locks are not released (they expire with their TTL). Never throws.
+  // Locks are not released (they expire with their TTL). Never throws. May be called from one
+  // of the client's own callbacks: the stop then completes on another thread once that callback
+  // has returned (do not touch the Client after destroying it).
   ~Client();
 
   Client(const Client&) = delete;

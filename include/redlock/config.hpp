@@ -12,6 +12,11 @@ namespace redlock {
 
 using Milliseconds = std::chrono::milliseconds;
 
+// The longest duration the library times: 2^40 ms, about 34.8 years. A ttl, lease or timeout
+// above it is refused (Errc::invalid_argument / invalid_config); a wait above it waits without
+// end. Clock arithmetic in nanoseconds can then never overflow.
+inline constexpr Milliseconds longest_duration{1LL << 40};
+
 // One independent Redis master, from `redis://[user:password@]host:port[/db]`.
 struct NodeAddress {
   std::string host;  // a name, an IPv4 address, or an IPv6 address without brackets

@@ -41,13 +41,21 @@ class Mutex {
   // or called from the client's loop thread.
   void lock();
   bool try_lock();
+  // As the standard's TimedLockable: a duration of zero or less, or a time in the past, tries
+  // once (like try_lock); a duration beyond the longest wait the client can time (about 34
+  // years) waits without end. Both return false when the lock could not be taken.
   template <typename Rep, typename Period>
   bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
-    return lock_within(std::chrono::ceil<Milliseconds>(d));
+    if (d <= d.zero()) return lock_within(Milliseconds(0), false);
+    if (std::chrono::duration<double, std::milli>(d).count() >= kLongestWaitMs)
+      return lock_within(forever, false);
+    return lock_within(std::chrono::ceil<Milliseconds>(d), false);
   }
   template <typename C, typename D>
   bool try_lock_until(const std::chrono::time_point<C, D>& t) {
-    return try_lock_for(t - C::now());
+    auto now = C::now();
+    if (t <= now) return lock_within(Milliseconds(0), false);
+    return try_lock_for(t - now);
   }
   // Never throws. Unlock by a thread that does not own the lock changes nothing and is
   // reported (on_error, last_error()) as Errc::not_owner.
@@ -68,7 +76,9 @@ class Mutex {
   const std::string& resource() const noexcept { return resource_; }
 
  private:
-  bool lock_within(Milliseconds wait);
+  static constexpr double kLongestWaitMs = 1099511627776.0;  // 2^40 ms
+  // Waits up to `wait` (forever: no end). With `throws`, failures other than contention throw.
+  bool lock_within(Milliseconds wait, bool throws);
   void report(std::error_code ec, const std::string& what) noexcept;
 
   Client& client_;

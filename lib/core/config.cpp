@@ -174,6 +174,12 @@ std::error_code validate(const Config& c, std::string& message) {
     return fail(message,
                 "drift factor " + std::to_string(c.drift_factor) + " is out of range [0, 1)");
   if (c.ttl.count() <= 0) return fail(message, "ttl " + ms(c.ttl) + " must be positive");
+  for (auto d : {c.ttl, c.watchdog_lease, c.request_timeout, c.connect_timeout, c.retry_delay,
+                 c.retry_jitter, c.reconnect_min, c.reconnect_max})
+    if (d > longest_duration)
+      return fail(message, "a duration of " + ms(d) +
+                               " is above the longest one the client times (" +
+                               ms(longest_duration) + ")");
   auto drift = drift_allowance(c.ttl, c.drift_factor);
   if (c.ttl <= drift)
     return fail(message, "ttl " + ms(c.ttl) + " is not above its clock drift allowance of " +

@@ -2,6 +2,8 @@
 // completions into blocking calls.
 #include "redlock/client.hpp"
 
+#include <thread>
+
 #include "client_impl.hpp"
 
 namespace redlock {
@@ -16,6 +18,9 @@ Config validated(Config config) {
 // Checks a lease given to one operation; empty string when fine.
 std::string check_ttl(Milliseconds ttl, const Config& config) {
   if (ttl.count() <= 0) return "ttl " + std::to_string(ttl.count()) + "ms must be positive";
+  if (ttl > longest_duration)
+    return "ttl " + std::to_string(ttl.count()) + "ms is above the longest duration (" +
+           std::to_string(longest_duration.count()) + "ms)";
   if (ttl <= drift_allowance(ttl, config.drift_factor))
     return "ttl " + std::to_string(ttl.count()) + "ms is not above its clock drift allowance";
   return {};
@@ -116,7 +121,14 @@ void Client::Impl::hold_async(AcquireRequest request, LostCallback on_lost,
 
 Client::Client(Config config) : impl_(std::make_unique<Impl>(std::move(config))) {}
 
-Client::~Client() = default;
+Client::~Client() {
+  if (impl_ && impl_->loop_.in_loop_thread()) {
+    // Destroyed from one of its own callbacks: the loop thread cannot join itself. Another
+    // thread finishes the destruction once this callback has returned: it stops the loop
+    // (pending operations end with shutting_down, as always), joins the thread and frees it.
+    std::thread([impl = std::move(impl_)]() mutable { impl.reset(); }).detach();
+  }
+}
 
 const Config& Client::config() const noexcept { return impl_->config_; }
 

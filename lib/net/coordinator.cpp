@@ -2,6 +2,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 
@@ -229,7 +230,8 @@ class Coordinator::AcquireJob final : public Waiter {
     } else {
       max_attempts_ = 0;
       waits_ = true;
-      if (*request.wait != forever) deadline_ = Clock::now() + *request.wait;
+      // A wait longer than the client can time is a wait without end.
+      if (*request.wait <= longest_duration) deadline_ = Clock::now() + *request.wait;
     }
     uv_timer_init(co.loop(), &timer_);
     timer_.data = this;
@@ -376,14 +378,15 @@ class Coordinator::AcquireJob final : public Waiter {
     }
     const auto& config = co_.config();
     auto delay = retry_delay(config.retry_delay, config.retry_jitter, co_.rng()());
-    bool split = r.error == Errc::not_acquired && !held_elsewhere(r.votes.nodes, r.votes.quorum);
+    bool split = r.error == Errc::not_acquired && looks_split(r.votes);
     splits_ = split ? splits_ + 1 : 0;
     if (waits_ && r.error == Errc::not_acquired) listen();
     if (split) {
       // Nobody holds a quorum: every contender is releasing what it got, and no release notice
       // will come. Retry soon, those closer to a quorum first, spread at random.
-      delay = split_backoff(r.votes.yes(), r.votes.quorum, splits_, 1ms, config.retry_delay,
-                            co_.rng()());
+      auto cap = std::max(config.retry_delay + config.retry_jitter, 2ms);
+      delay = std::max(split_backoff(r.votes.yes(), r.votes.quorum, splits_, 1ms, cap, co_.rng()()),
+                       1ms);
     } else if (waits_ && r.error == Errc::not_acquired) {
       if (woken_) {
         delay = Milliseconds(0);  // a notice came in while we were asking
@@ -403,6 +406,25 @@ class Coordinator::AcquireJob final : public Waiter {
     uv_timer_start(
         &timer_, [](uv_timer_t* t) { static_cast<AcquireJob*>(t->data)->attempt(); },
         static_cast<std::uint64_t>(wait.count()), 0);
+  }
+
+  // A split vote: contenders each hold some nodes, none can hold a quorum, and each is releasing
+  // what it got. Only when this attempt got some yes (a contender with none changed nothing), for
+  // one resource (the script names only the first conflicting key's holder), and when no holder
+  // named now was named by the previous attempt too: contenders' tokens are fresh every attempt,
+  // so a name seen twice is a key nobody releases (a crashed client's, a ghost), whose ttl is
+  // worth waiting for instead of retrying fast.
+  bool looks_split(const Votes& votes) {
+    std::vector<std::string> names;
+    for (const auto& v : votes.nodes)
+      if (v.vote == Vote::no && !v.holder.empty()) names.push_back(v.holder);
+    bool persistent = false;
+    for (const auto& n : names)
+      persistent =
+          persistent || std::find(last_names_.begin(), last_names_.end(), n) != last_names_.end();
+    last_names_ = std::move(names);
+    return votes.yes() > 0 && keys_.size() == 1 && !persistent &&
+           !held_elsewhere(votes.nodes, votes.quorum);
   }
 
   void listen() {
@@ -438,7 +460,8 @@ class Coordinator::AcquireJob final : public Waiter {
   std::optional<Clock::time_point> deadline_;
   int attempts_ = 0;
   int unreachable_ = 0;
-  int splits_ = 0;  // split votes in a row
+  int splits_ = 0;                       // split votes in a row
+  std::vector<std::string> last_names_;  // holders named by the previous attempt
   bool in_attempt_ = false;
   bool woken_ = false;
   bool listening_ = false;

@@ -10,7 +10,7 @@ namespace redlock {
 Mutex::Mutex(Client& client, std::string resource, MutexOptions options)
     : client_(client), resource_(std::move(resource)), options_(std::move(options)) {}
 
-bool Mutex::lock_within(Milliseconds wait) {
+bool Mutex::lock_within(Milliseconds wait, bool throws) {
   auto& impl = *client_.impl_;
   const auto me = std::this_thread::get_id();
   {
@@ -18,7 +18,7 @@ bool Mutex::lock_within(Milliseconds wait) {
     auto it = impl.held_.find(resource_);
     if (it != impl.held_.end() && it->second.owner == me) {
       if (!it->second.lock.valid()) {
-        if (wait == forever)
+        if (throws)
           throw Error(make_error_code(Errc::lock_lost),
                       "'" + resource_ + "' is held by this thread but its lock was lost");
         return false;
@@ -40,7 +40,7 @@ bool Mutex::lock_within(Milliseconds wait) {
     }
     bool transient = r.error == Errc::not_acquired || r.error == Errc::no_quorum ||
                      r.error == Errc::validity_expired;
-    if (transient && wait != forever) return false;
+    if (!throws && (transient || r.error == Errc::cancelled)) return false;
     throw Error(r.error, "cannot lock '" + resource_ + "': " + r.message());
   }
   std::lock_guard<std::mutex> guard(impl.held_mutex_);
@@ -51,9 +51,9 @@ bool Mutex::lock_within(Milliseconds wait) {
   return true;
 }
 
-void Mutex::lock() { lock_within(forever); }
+void Mutex::lock() { lock_within(forever, true); }
 
-bool Mutex::try_lock() { return lock_within(Milliseconds(0)); }
+bool Mutex::try_lock() { return lock_within(Milliseconds(0), false); }
 
 void Mutex::unlock() noexcept {
   try {
