@@ -2,6 +2,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -36,7 +37,10 @@ struct Lease {
   LostCallback on_lost;
   Clock::time_point next_renewal{};
   bool in_flight = false;  // a renewal is on its way
-  bool watched = false;    // in the watchdog's list
+  // Its place in the watchdog's heap, `unwatched` when not watched (released, lost, never added).
+  static constexpr std::size_t unwatched = static_cast<std::size_t>(-1);
+  std::size_t slot = unwatched;
+  bool watched() const noexcept { return slot != unwatched; }
 
   // Any thread.
   std::atomic<Clock::rep> valid_until_ticks{0};

@@ -5,8 +5,13 @@
 #include <cstring>
 #include <future>
 #include <mutex>
+#include <random>
+#include <set>
+#include <string>
 #include <thread>
+#include <vector>
 
+#include "net/watchdog.hpp"
 #include "redis_server.hpp"
 #include "redlock/redlock.hpp"
 #include "test_config.hpp"
@@ -34,6 +39,43 @@ long long script_calls(const test::RedisServer& server) {
     if (pos != std::string::npos) total += std::stoll(info.substr(pos + std::strlen(name)));
   }
   return total;
+}
+
+// `count` held locks "<prefix><i>" (each on `resources` resources "<prefix><i>/<j>" when above 1),
+// taken by 8 threads at once; an empty handle where hold() failed (the caller checks).
+std::vector<HeldLock> hold_many(Client& client, const std::string& prefix, int count,
+                                int resources = 1) {
+  std::vector<HeldLock> locks(static_cast<std::size_t>(count));
+  std::vector<std::thread> threads;
+  const int workers = 8;
+  for (int w = 0; w < workers; ++w)
+    threads.emplace_back([&, w] {
+      for (int i = w; i < count; i += workers) {
+        std::vector<std::string> names;
+        if (resources == 1) names.push_back(prefix + std::to_string(i));
+        for (int j = 0; resources > 1 && j < resources; ++j)
+          names.push_back(prefix + std::to_string(i) + "/" + std::to_string(j));
+        auto r = client.hold(AcquireRequest(std::move(names)));
+        if (r) locks[static_cast<std::size_t>(i)] = std::move(r.lock);
+      }
+    });
+  for (auto& t : threads) t.join();
+  return locks;
+}
+
+std::size_t count_valid(const std::vector<HeldLock>& locks) {
+  std::size_t n = 0;
+  for (const auto& l : locks) n += l.valid() ? 1 : 0;
+  return n;
+}
+
+// Runs `script` on the server with `keys` and `args`; its reply as text.
+std::string eval(const test::RedisServer& server, const std::string& script,
+                 const std::vector<std::string>& keys, const std::vector<std::string>& args) {
+  std::vector<std::string> argv{"EVAL", script, std::to_string(keys.size())};
+  argv.insert(argv.end(), keys.begin(), keys.end());
+  argv.insert(argv.end(), args.begin(), args.end());
+  return server.command(argv);
 }
 
 TEST(HeldLock, OneSecondLeaseStaysHeldThroughFiveSecondsOfWork) {
@@ -77,6 +119,160 @@ TEST(HeldLock, RenewalsOfManyLocksAreBatchedPerNode) {
   // One call per lock per round would be ~100. Batched: a handful per round.
   EXPECT_GE(calls, 3);
   EXPECT_LE(calls, 20) << calls << " script calls for 20 locks over ~5 rounds";
+}
+
+// The watchdog at scale: thousands of held locks cost a few script calls per node per renewal round
+// (renewals falling due within lease/12 of each other share a call), never one per lock, and none
+// is lost.
+TEST(HeldLock, TwoThousandLocksStayHeldWithRenewalsBatchedPerNode) {
+  RedisCluster cluster(3);
+  const auto lease = 2400ms;  // renewed every 800 ms; due within 200 ms of each other: one batch
+  Config c = test::fast_config(cluster);
+  c.watchdog_lease = lease;
+  c.request_timeout = 400ms;
+  Client client(c);
+  const int count = 2000;
+  auto locks = hold_many(client, "many-", count);
+  ASSERT_EQ(count_valid(locks), static_cast<std::size_t>(count)) << "all taken, none lost yet";
+
+  std::vector<long long> before;
+  for (std::size_t n = 0; n < cluster.size(); ++n) before.push_back(script_calls(cluster[n]));
+  auto start = Clock::now();
+  std::this_thread::sleep_for(2 * lease);  // six renewal rounds; an unrenewed lock expires twice
+  auto elapsed = Clock::now() - start;
+  EXPECT_EQ(count_valid(locks), static_cast<std::size_t>(count)) << "locks lost while held";
+  for (const auto& l : locks) {
+    if (!l.valid()) {
+      ADD_FAILURE() << "first lost: " << l.resources()[0] << ": "
+                    << l.lost_flag().reason().message();
+      break;
+    }
+  }
+
+  // Consecutive renewal ticks are more than lease/12 apart, and each sends one call: over
+  // `elapsed`, at most elapsed / (lease/12) + 1 calls. Twice that (plus a round), for renewals
+  // retried after a timeout on a loaded machine; one call per lock and round would be ~12,000.
+  const auto rounds = elapsed / (lease / 3) + 1;
+  const auto ticks = elapsed / (lease / 12) + 1;
+  const long long bound = 2 * (ticks + rounds);
+  for (std::size_t n = 0; n < cluster.size(); ++n) {
+    auto calls = script_calls(cluster[n]) - before[n];
+    EXPECT_LE(calls, bound) << "node " << n << ": " << calls << " script calls";
+    EXPECT_GE(calls, rounds - 2) << "node " << n << ": every lock renewed in every full round";
+  }
+}
+
+// Releasing half of many held locks: their leases leave the watchdog and are never renewed again,
+// while the other half go on being renewed.
+TEST(HeldLock, ReleasedLocksAreNeverRenewedAgain) {
+  RedisCluster cluster(3);
+  const auto lease = 2400ms;
+  Config c = test::fast_config(cluster);
+  c.watchdog_lease = lease;
+  c.request_timeout = 400ms;
+  Client client(c);
+  const int count = 2000;
+  auto locks = hold_many(client, "half-", count);
+  ASSERT_EQ(count_valid(locks), static_cast<std::size_t>(count));
+
+  std::vector<std::string> released_keys, released_tokens;
+  for (int i = 0; i < count; i += 2) {
+    auto& l = locks[static_cast<std::size_t>(i)];
+    released_keys.push_back("redlock:" + l.resources()[0]);
+    released_tokens.push_back(l.token());
+    l = HeldLock();  // dropped: released without blocking
+  }
+  const std::string count_keys =
+      "local n = 0 for _, k in ipairs(KEYS) do n = "
+      "n + redis.call('EXISTS', k) end return n";
+  for (std::size_t n = 0; n < cluster.size(); ++n)
+    EXPECT_TRUE(
+        eventually([&] { return eval(cluster[n], count_keys, released_keys, {}) == "0"; }, 3s))
+        << "node " << n << " still has released keys";
+
+  // Put each released lock's token back under its key, with 5/6 of a lease to live. A watchdog
+  // still renewing a released lease would find its token and raise the ttl to a full lease.
+  const std::string plant =
+      "for i, k in ipairs(KEYS) do redis.call('SET', k, ARGV[i], 'PX', ARGV[#ARGV]) end "
+      "return #KEYS";
+  auto planted_ttl = lease * 5 / 6;
+  auto args = released_tokens;
+  args.push_back(std::to_string(planted_ttl.count()));
+  for (std::size_t n = 0; n < cluster.size(); ++n)
+    ASSERT_EQ(eval(cluster[n], plant, released_keys, args), std::to_string(count / 2));
+  auto planted = Clock::now();
+  // More than a renewal period (lease/3, plus the lease/12 a batch may run early).
+  std::this_thread::sleep_for(lease / 3 + lease / 12 + 300ms);
+  auto waited = std::chrono::duration_cast<Milliseconds>(Clock::now() - planted);
+  const std::string max_pttl =
+      "local m = -3 for _, k in ipairs(KEYS) do local "
+      "t = redis.call('PTTL', k) "
+      "if t > m then m = t end end return m";
+  for (std::size_t n = 0; n < cluster.size(); ++n) {
+    auto ttl = std::stoll(eval(cluster[n], max_pttl, released_keys, {}));
+    EXPECT_GT(ttl, 0) << "node " << n << ": the planted keys are still there";
+    EXPECT_LE(ttl, (planted_ttl - waited).count() + 50)
+        << "node " << n << ": a released lock's key had its ttl raised again";
+  }
+
+  // The other half is still renewed.
+  std::this_thread::sleep_for(lease);
+  std::size_t kept = 0;
+  for (int i = 1; i < count; i += 2) {
+    const auto& l = locks[static_cast<std::size_t>(i)];
+    if (l.valid() && cluster.count_holding("redlock:" + l.resources()[0], l.token()) == 3) ++kept;
+  }
+  EXPECT_EQ(kept, static_cast<std::size_t>(count / 2));
+}
+
+// The watchdog's heap against a reference: random pushes, erases and reschedules of thousands of
+// leases keep the heap order and every lease's slot, and the top is always the earliest event.
+TEST(LeaseHeap, MatchesAReferenceUnderRandomOperations) {
+  detail::LeaseHeap heap;
+  std::set<std::pair<Clock::time_point, detail::Lease*>> reference;
+  std::vector<std::shared_ptr<detail::Lease>> leases;
+  std::vector<Clock::time_point> at_of(3000);
+  for (std::size_t i = 0; i < at_of.size(); ++i)
+    leases.push_back(std::make_shared<detail::Lease>());
+  std::mt19937_64 rng(20261123);
+  const auto base = Clock::now();
+  // Coarse times, so that equal keys are common.
+  auto random_time = [&] { return base + std::chrono::milliseconds(rng() % 5000); };
+  for (int step = 0; step < 60000; ++step) {
+    auto i = static_cast<std::size_t>(rng() % leases.size());
+    auto& lease = *leases[i];
+    if (!lease.watched()) {
+      at_of[i] = random_time();
+      heap.push(leases[i], at_of[i]);
+      reference.emplace(at_of[i], &lease);
+    } else if (rng() % 3 == 0) {
+      heap.erase(lease);
+      reference.erase({at_of[i], &lease});
+      ASSERT_FALSE(lease.watched());
+    } else {
+      reference.erase({at_of[i], &lease});
+      at_of[i] = random_time();
+      heap.update(lease, at_of[i]);
+      reference.emplace(at_of[i], &lease);
+    }
+    ASSERT_EQ(heap.size(), reference.size());
+    if (!heap.empty()) {
+      ASSERT_EQ(heap.top_at(), reference.begin()->first) << "step " << step;
+    }
+    if (step % 64 == 0) {
+      ASSERT_TRUE(heap.consistent()) << "step " << step;
+    }
+  }
+  // Drained from the top: every lease in the order of its event.
+  while (!heap.empty()) {
+    ASSERT_EQ(heap.top_at(), reference.begin()->first);
+    auto top = heap.top();
+    reference.erase({heap.top_at(), top.get()});
+    heap.erase(*top);
+    ASSERT_TRUE(heap.size() % 256 != 0 || heap.consistent());
+  }
+  EXPECT_TRUE(reference.empty());
+  for (const auto& l : leases) EXPECT_FALSE(l->watched());
 }
 
 TEST(HeldLock, DroppingTheHandleStopsRenewalAndReleases) {
