@@ -282,7 +282,10 @@ std::vector<std::string> Run::lock_keys(std::size_t i) {
   for (std::size_t pos = 0; pos <= text.size();) {
     auto nl = text.find('\n', pos);
     if (nl == std::string::npos) nl = text.size();
-    if (nl > pos) keys.push_back(text.substr(pos, nl - pos));
+    auto key = text.substr(pos, nl - pos);
+    // Fence counters ({prefix}{resource}:fence) live without a ttl by design: not lock keys.
+    bool fence = key.size() >= 6 && key.compare(key.size() - 6, 6, ":fence") == 0;
+    if (nl > pos && !fence) keys.push_back(key);
     pos = nl + 1;
   }
   return keys;

@@ -165,7 +165,7 @@ class Run {
   void restart(std::size_t i);  // start again on the same port (empty unless persistent)
   void pause(std::size_t i);    // SIGSTOP
   void resume(std::size_t i);   // SIGCONT
-  // Keys under the lock prefix on node i (bounded by a timeout; none when down or paused).
+  // Lock keys on node i, fence counters aside (bounded by a timeout; none when down or paused).
   std::vector<std::string> lock_keys(std::size_t i);
   // Network faults were healed just now: requests held back by them may still arrive (TCP
   // retransmits for a while after a partition heals), so the leak check waits longer.

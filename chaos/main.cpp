@@ -189,7 +189,14 @@ int main(int argc, char** argv) {
       }
     }
     std::printf("%s\n", report_line(o).c_str());
-    for (const auto& p : o.problems) std::printf("    problem: %s\n", p.c_str());
+    for (std::size_t i = 0; i < o.problems.size(); ++i) {
+      if (i == 6 && o.problems.size() > 7) {
+        std::printf("    ... and %zu more problems (see %s/%s/events.log)\n", o.problems.size() - i,
+                    settings.out_dir.c_str(), o.name.c_str());
+        break;
+      }
+      std::printf("    problem: %s\n", o.problems[i].c_str());
+    }
     std::size_t shown = 0;
     for (const auto& n : o.notes)
       if (shown++ < 4) std::printf("    note: %s\n", n.c_str());
