@@ -366,6 +366,28 @@ TEST_F(Cli, RunGivesTheCommandTheLockAndItsExitStatus) {
   EXPECT_EQ(cluster.count_existing("redlock:job"), 0u) << "released when the command exited";
 }
 
+// The command gets the grant's fencing token; each run's is greater than the last, and
+// `acquire --fencing` prints the token and the fencing token on one line.
+TEST_F(Cli, RunAndAcquireHandOutFencingTokensThatGrow) {
+  std::uint64_t last = 0;
+  for (int i = 0; i < 3; ++i) {
+    auto r = cli(
+        {"--nodes", nodes, "run", "fenced", "--", "sh", "-c", "echo \"$REDLOCK_FENCING_TOKEN\""});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    ASSERT_TRUE(std::regex_match(r.out, std::regex("[0-9]+\n"))) << r.out;
+    auto token = std::stoull(r.out);
+    EXPECT_GT(token, last) << "run " << i;
+    last = token;
+  }
+  auto a = cli({"--nodes", nodes, "acquire", "fenced", "--fencing"});
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_match(a.out, m, std::regex("([0-9a-f]{32}) ([0-9]+)\n"))) << a.out;
+  EXPECT_GT(std::stoull(m[2]), last);
+  auto plain = cli({"--nodes", nodes, "acquire", "other"});
+  EXPECT_TRUE(std::regex_match(plain.out, std::regex("[0-9a-f]{32}\n"))) << plain.out;
+}
+
 TEST_F(Cli, RunWhenTheLockIsTakenExitsOneOrTheConflictCode) {
   auto held = cli({"--nodes", nodes, "--ttl", "30000", "acquire", "busy"});
   ASSERT_EQ(held.exit_code, 0);
@@ -391,10 +413,15 @@ TEST_F(Cli, RunPassesSignalsToTheCommandAndReleases) {
 }
 
 TEST_F(Cli, RunTerminatesTheCommandWhenTheLockIsLost) {
+  // The command has started (so the grant, fencing write-back included, is complete) once it
+  // has written its marker file.
+  std::string marker = ::testing::TempDir() + "redlock-fragile-" + std::to_string(::getpid());
+  std::remove(marker.c_str());
   Process p({REDLOCK_CLI_PATH, "--nodes", nodes, "--ttl", "1000", "--request-timeout", "100", "run",
              "fragile", "--kill-after", "300", "--", "sh", "-c",
-             "trap 'echo ignoring-term' TERM; while :; do sleep 0.05; done"});
-  ASSERT_TRUE(eventually([&] { return cluster.count_existing("redlock:fragile") >= 2; }, 5s));
+             "trap 'echo ignoring-term' TERM; : > '" + marker + "'; while :; do sleep 0.05; done"});
+  ASSERT_TRUE(eventually([&] { return ::access(marker.c_str(), F_OK) == 0; }, 5s));
+  std::remove(marker.c_str());
   auto start = std::chrono::steady_clock::now();
   cluster[0].kill9();
   cluster[1].kill9();

@@ -91,14 +91,19 @@ int fail(const redlock::Outcome& r, const std::string& what) {
 }
 
 int do_acquire(const Globals& g, redlock::Client& client, const std::string& key,
-               std::optional<long> wait_ms) {
+               std::optional<long> wait_ms, bool fencing) {
   redlock::AcquireRequest req;
   req.resources = {key};
   req.ttl = client.config().ttl;
+  req.fencing = fencing;
   if (wait_ms) req.wait = Milliseconds(*wait_ms);
   auto r = client.acquire(req);
   if (!r) return fail(r, "not acquired '" + key + "'");
-  if (!(std::cout << r.lock.token << std::endl)) {
+  // The token alone; with --fencing, the token and the fencing token on one line:
+  //   read -r token fencing < <(redlock acquire --fencing KEY)
+  if (fencing) std::cout << r.lock.token << ' ' << r.lock.fencing_token << std::endl;
+  if (!fencing) std::cout << r.lock.token << std::endl;
+  if (!std::cout) {
     // Nobody got the token (stdout is closed): give the lock back rather than leave it held.
     (void)client.release(r.lock);
     std::cerr << "redlock: cannot write the token to stdout; released '" << key << "'\n";
@@ -266,8 +271,10 @@ std::vector<std::string> child_environment(const redlock::Client& client, const 
       {"REDLOCK_LEASE_MS", std::to_string(client.config().watchdog_lease.count())},
       {"REDLOCK_VALID_UNTIL_MS", std::to_string(unix_ms_of(lock.valid_until()))},
   };
-  // ---- More variables for the command go here (REDLOCK_FENCING_TOKEN, when grants carry
-  // ---- one): append to lock_vars; an inherited variable of the same name is replaced.
+  // The grant's fencing token (run always asks for one): pass it to the storage the command
+  // writes, which rejects writes carrying a lower one.
+  lock_vars.emplace_back("REDLOCK_FENCING_TOKEN", std::to_string(lock.fencing_token()));
+  // More variables for the command go here: an inherited variable of the same name is replaced.
 
   auto withheld = [&](std::string_view name) {
     if (name == "REDLOCK_NODES") return true;
@@ -445,6 +452,7 @@ int exit_status_of(int status) {
 // lock is renewed, release when it exits. A lost lock terminates the command (exit 4).
 int do_run(const Globals& g, redlock::Client& client, const std::string& key, const RunOptions& o) {
   redlock::AcquireRequest req({key});  // no ttl: the watchdog lease (--ttl), renewed
+  req.fencing = true;                  // REDLOCK_FENCING_TOKEN: one more round trip, once
   if (o.wait_ms) req.wait = redlock::Milliseconds(*o.wait_ms);
   int cancelled_by = 0;
   auto held = hold_cancellable(client, std::move(req), &cancelled_by);
@@ -661,6 +669,9 @@ int main(int argc, char** argv) {
   acquire->add_option("KEY", key, "resource name")->required();
   acquire->add_option("--wait", wait_ms,
                       "keep trying this many ms (0: one attempt; default: retry count)");
+  bool fencing = false;
+  acquire->add_flag("--fencing", fencing,
+                    "also print the grant's fencing token, after the token on the same line");
   auto* extend = app.add_subcommand("extend", "extend KEY held with TOKEN to a new --ttl");
   extend->add_option("KEY", key, "resource name")->required();
   extend->add_option("TOKEN", token, "token printed by acquire")->required();
@@ -707,7 +718,7 @@ int main(int argc, char** argv) {
     if (g.ttl_ms) config.watchdog_lease = redlock::Milliseconds(*g.ttl_ms);
     redlock::Client client(config);
     if (run->parsed()) return do_run(g, client, key, run_options);
-    if (acquire->parsed()) return do_acquire(g, client, key, wait_ms);
+    if (acquire->parsed()) return do_acquire(g, client, key, wait_ms, fencing);
     if (extend->parsed()) return do_extend(g, client, key, token);
     if (release->parsed()) return do_release(g, client, key, token);
     if (status->parsed()) return do_status(client);
