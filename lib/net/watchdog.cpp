@@ -53,6 +53,7 @@ void Watchdog::remove(const std::shared_ptr<Lease>& lease) {
 
 void Watchdog::shutdown() {
   closed_ = true;
+  waiting_.clear();
   for (auto& l : heap_.leases()) declare_lost(l, Errc::shutting_down);
   uv_close(reinterpret_cast<uv_handle_t*>(&timer_), nullptr);
 }
@@ -84,7 +85,7 @@ void Watchdog::tick() {
     heap_.update(*lease, next_event(*lease));
     due.push_back(std::move(lease));
   }
-  if (!due.empty()) renew(std::move(due));
+  if (!due.empty()) renew_in_batches(std::move(due));
   arm();
 }
 
@@ -97,6 +98,33 @@ void Watchdog::arm() {
   uv_timer_start(
       &timer_, [](uv_timer_t* t) { static_cast<Watchdog*>(t->data)->tick(); },
       static_cast<std::uint64_t>(std::max<Milliseconds::rep>(wait.count(), 0)), 0);
+}
+
+void Watchdog::renew_in_batches(Batch due) {
+  Batch batch;
+  std::size_t keys = 0;
+  for (auto& l : due) {
+    if (!batch.empty() && keys + l->keys.size() > max_batch_keys) {
+      waiting_.push_back(std::move(batch));
+      batch.clear();
+      keys = 0;
+    }
+    keys += l->keys.size();
+    batch.push_back(std::move(l));
+  }
+  if (!batch.empty()) waiting_.push_back(std::move(batch));
+  pump();
+}
+
+void Watchdog::pump() {
+  if (pumping_) return;  // a batch was decided while being sent: the loop below goes on
+  pumping_ = true;
+  while (!closed_ && calls_in_flight_ < max_calls_in_flight && !waiting_.empty()) {
+    auto batch = std::move(waiting_.front());
+    waiting_.pop_front();
+    renew(std::move(batch));
+  }
+  pumping_ = false;
 }
 
 void Watchdog::renew(Batch batch) {
@@ -112,9 +140,20 @@ void Watchdog::renew(Batch batch) {
   std::vector<const Lease*> leases;
   leases.reserve(batch.size());
   for (const auto& l : batch) leases.push_back(l.get());
-  auto shared = std::make_shared<Batch>(std::move(batch));
-  FanOut::start(coordinator_, Coordinator::renew_command(leases), shared->size(), classify_renew,
-                [this, shared](FanOut& f, std::size_t i) { renewed(f, i, (*shared)[i]); });
+  struct Call {
+    Batch leases;
+    std::size_t undecided;
+  };
+  auto n = batch.size();
+  auto call = std::make_shared<Call>(Call{std::move(batch), n});
+  ++calls_in_flight_;
+  FanOut::start(coordinator_, Coordinator::renew_command(leases), n, classify_renew,
+                [this, call](FanOut& f, std::size_t i) {
+                  renewed(f, i, call->leases[i]);
+                  if (--call->undecided > 0) return;
+                  --calls_in_flight_;  // every lock of the call is decided: the next may go
+                  pump();
+                });
 }
 
 void Watchdog::renewed(FanOut& f, std::size_t i, const std::shared_ptr<Lease>& lease) {

@@ -14,6 +14,7 @@
 #include "net/watchdog.hpp"
 #include "redis_server.hpp"
 #include "redlock/redlock.hpp"
+#include "redlock_scripts.hpp"
 #include "test_config.hpp"
 
 namespace redlock {
@@ -122,8 +123,8 @@ TEST(HeldLock, RenewalsOfManyLocksAreBatchedPerNode) {
 }
 
 // The watchdog at scale: thousands of held locks cost a few script calls per node per renewal round
-// (renewals falling due within lease/12 of each other share a call), never one per lock, and none
-// is lost.
+// (renewals falling due within lease/12 share a call, at most max_batch_keys keys each), never one
+// per lock, and none is lost.
 TEST(HeldLock, TwoThousandLocksStayHeldWithRenewalsBatchedPerNode) {
   RedisCluster cluster(3);
   const auto lease = 2400ms;  // renewed every 800 ms; due within 200 ms of each other: one batch
@@ -149,16 +150,20 @@ TEST(HeldLock, TwoThousandLocksStayHeldWithRenewalsBatchedPerNode) {
     }
   }
 
-  // Consecutive renewal ticks are more than lease/12 apart, and each sends one call: over
-  // `elapsed`, at most elapsed / (lease/12) + 1 calls. Twice that (plus a round), for renewals
-  // retried after a timeout on a loaded machine; one call per lock and round would be ~12,000.
+  // Consecutive renewal ticks are more than lease/12 apart, and a tick sends its locks in
+  // ceil(k / max_batch_keys) calls: over `elapsed`, at most elapsed / (lease/12) + 1 ticks, plus
+  // one call per max_batch_keys renewals. Twice that, for renewals retried after a timeout on a
+  // loaded machine; one call per lock and round would be ~12,000.
   const auto rounds = elapsed / (lease / 3) + 1;
   const auto ticks = elapsed / (lease / 12) + 1;
-  const long long bound = 2 * (ticks + rounds);
+  const long long cap = detail::Watchdog::max_batch_keys;
+  const long long chunks = (count + cap - 1) / cap;
+  const long long bound = 2 * (ticks + rounds * chunks);
   for (std::size_t n = 0; n < cluster.size(); ++n) {
     auto calls = script_calls(cluster[n]) - before[n];
     EXPECT_LE(calls, bound) << "node " << n << ": " << calls << " script calls";
-    EXPECT_GE(calls, rounds - 2) << "node " << n << ": every lock renewed in every full round";
+    // Every lock was renewed in every full round, at most max_batch_keys keys per call.
+    EXPECT_GE(calls, (rounds - 2) * chunks) << "node " << n;
   }
 }
 
@@ -223,6 +228,41 @@ TEST(HeldLock, ReleasedLocksAreNeverRenewedAgain) {
     if (l.valid() && cluster.count_holding("redlock:" + l.resources()[0], l.token()) == 3) ++kept;
   }
   EXPECT_EQ(kept, static_cast<std::size_t>(count / 2));
+}
+
+// Renewals falling due together are cut into calls of at most max_batch_keys keys, each one call
+// per node, so that one script never blocks a server for long. Read from the server's slow log.
+TEST(HeldLock, NoRenewalCallCarriesMoreThanTheBatchCap) {
+  RedisCluster cluster(3);
+  const auto lease = 1500ms;  // renewed every 500 ms
+  Config c = test::fast_config(cluster);
+  c.watchdog_lease = lease;
+  c.request_timeout = 400ms;
+  Client client(c);
+  const int count = 400, resources = 5;  // 2,000 keys
+  auto locks = hold_many(client, "wide-", count, resources);
+  ASSERT_EQ(count_valid(locks), static_cast<std::size_t>(count));
+  auto& node = cluster[1];
+  ASSERT_EQ(node.command({"CONFIG", "SET", "slowlog-max-len", "100000"}), "OK");
+  ASSERT_EQ(node.command({"SLOWLOG", "RESET"}), "OK");
+  ASSERT_EQ(node.command({"CONFIG", "SET", "slowlog-log-slower-than", "0"}), "OK");
+  std::this_thread::sleep_for(2 * lease);  // six rounds
+  ASSERT_EQ(node.command({"CONFIG", "SET", "slowlog-log-slower-than", "-1"}), "OK");
+  // Each entry: id, time, duration, then its arguments (EVALSHA, sha, numkeys, keys...).
+  auto log = node.command({"SLOWLOG", "GET", "100000"});
+  const std::string sha = std::string("\n") + detail::lua::renew_sha + "\n";
+  long long calls = 0, keys = 0, widest = 0;
+  for (auto pos = log.find(sha); pos != std::string::npos; pos = log.find(sha, pos + 1)) {
+    auto numkeys = std::stoll(log.substr(pos + sha.size()));
+    ++calls;
+    keys += numkeys;
+    widest = std::max(widest, numkeys);
+  }
+  EXPECT_EQ(count_valid(locks), static_cast<std::size_t>(count));
+  EXPECT_GE(calls, 2 * 5) << "2,000 keys need two calls per round";
+  EXPECT_LE(widest, static_cast<long long>(detail::Watchdog::max_batch_keys));
+  EXPECT_GE(keys, 5 * count * resources) << "every lock renewed in every full round";
+  EXPECT_GT(widest, 10LL * resources) << "renewals of many locks share a call";
 }
 
 // The watchdog's heap against a reference: random pushes, erases and reschedules of thousands of
