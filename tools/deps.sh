@@ -3,8 +3,10 @@
 
 REDLOCK_PACKAGES_BUILD="g++ cmake ninja-build libhiredis-dev libuv1-dev libcli11-dev"
 # Tests: GoogleTest, real redis-server processes, clang for the sanitizers, python3 for the
-# mutation check (tools/mutants.py), nftables and iproute2 for the chaos suite's partitions.
-REDLOCK_PACKAGES_TEST="libgtest-dev libgmock-dev libbenchmark-dev redis-server redis-tools clang python3 nftables iproute2"
+# mutation check (tools/mutants.py), python3-yaml for the docker-compose check, pkgconf for
+# the pkg-config consumer, nftables and
+# iproute2 for the chaos suite's partitions.
+REDLOCK_PACKAGES_TEST="libgtest-dev libgmock-dev libbenchmark-dev redis-server redis-tools clang python3 python3-yaml pkgconf nftables iproute2"
 # Benchmarks: gnuplot draws the chart, python3 writes the report, iproute2 gives `ss`.
 REDLOCK_PACKAGES_BENCH="gnuplot-nox python3 iproute2"
 
