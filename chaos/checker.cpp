@@ -83,6 +83,40 @@ std::size_t negative_validity(const std::vector<Section>& sections) {
                     [](const auto& s) { return s.deadline > 0 && s.deadline <= s.start; }));
 }
 
+std::size_t fencing_violations(const std::vector<Section>& sections) {
+  struct Grant {
+    const std::string* resource;
+    std::int64_t start;
+    std::int64_t fence;
+  };
+  std::vector<Grant> grants;
+  std::map<std::pair<std::string, std::string>, std::size_t> by_token;
+  for (const auto& s : sections) {
+    if (s.fence <= 0) continue;
+    auto [it, fresh] = by_token.emplace(std::make_pair(s.resource, s.token), grants.size());
+    if (!fresh && !s.token.empty()) {
+      auto& g = grants[it->second];
+      g.start = std::min(g.start, s.start);
+      continue;
+    }
+    grants.push_back({&s.resource, s.start, s.fence});
+  }
+  std::sort(grants.begin(), grants.end(), [](const Grant& a, const Grant& b) {
+    if (*a.resource != *b.resource) return *a.resource < *b.resource;
+    return a.start < b.start;
+  });
+  std::size_t violations = 0;
+  for (std::size_t i = 0; i < grants.size(); ++i) {
+    if (i == 0 || *grants[i].resource != *grants[i - 1].resource) continue;
+    // The highest token so far is carried in place: grants[i - 1].fence holds it.
+    if (grants[i].fence <= grants[i - 1].fence) {
+      ++violations;
+      grants[i].fence = grants[i - 1].fence;
+    }
+  }
+  return violations;
+}
+
 std::int64_t lost_updates(const std::vector<Section>& sections, std::int64_t final_counter) {
   auto writes =
       std::count_if(sections.begin(), sections.end(), [](const auto& s) { return s.wrote; });
@@ -97,7 +131,9 @@ Section section_from_record(const Record& r) {
   s.start = r.get_int("start");
   s.end = r.get_int("end");
   s.deadline = r.get_int("deadline");
+  s.fence = r.get_int("fence");
   s.wrote = r.get_int("wrote") == 1;
+  s.rejected = r.get_int("rejected") == 1;
   return s;
 }
 

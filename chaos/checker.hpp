@@ -28,7 +28,9 @@ struct Section {
   std::int64_t start = 0;     // the grant was known (ns, CLOCK_MONOTONIC_RAW)
   std::int64_t end = 0;       // the holder stopped acting, before its release was sent
   std::int64_t deadline = 0;  // the validity deadline the library reported; 0: none reported
+  std::int64_t fence = 0;     // the grant's fencing token; 0: none asked for
   bool wrote = false;         // it wrote the shared counter (read-modify-write)
+  bool rejected = false;      // the storage refused its write (fencing token below one it saw)
 };
 
 // End of a section in claimed mode: min(end, deadline), or end when no deadline was reported.
@@ -57,6 +59,11 @@ OverlapResult find_overlaps(const std::vector<Section>& sections, Mode mode,
 
 // Sections granted with a validity deadline that had already passed when the grant was known.
 std::size_t negative_validity(const std::vector<Section>& sections);
+
+// Fenced grants (sections sharing a token are one grant) whose fencing token is not greater than
+// the token of every fenced grant of the same resource that started before them. Zero while the
+// nodes keep their data (fence counters have no ttl; an empty restart resets them).
+std::size_t fencing_violations(const std::vector<Section>& sections);
 
 // Lost updates of the shared counter: sections that wrote it, minus its final value.
 std::int64_t lost_updates(const std::vector<Section>& sections, std::int64_t final_counter);

@@ -115,9 +115,30 @@ TEST(Checker, LostUpdates) {
   EXPECT_EQ(lost_updates({a, b, c}, 2), 0);
 }
 
+TEST(Checker, FencingTokensMustGrowFromGrantToGrant) {
+  auto fenced = [](std::int64_t start, std::int64_t fence, std::string token,
+                   std::string resource = "r") {
+    auto s = sec(start, start + 5, 0, "w", std::move(resource));
+    s.fence = fence;
+    s.token = std::move(token);
+    return s;
+  };
+  EXPECT_EQ(fencing_violations({}), 0u);
+  EXPECT_EQ(fencing_violations({fenced(0, 1, "a"), fenced(10, 2, "b"), fenced(20, 7, "c")}), 0u);
+  // Equal is a violation; unfenced grants (0) do not take part; input order does not matter.
+  EXPECT_EQ(fencing_violations({fenced(10, 2, "b"), fenced(0, 2, "a"), fenced(5, 0, "x")}), 1u);
+  // Each grant is compared with the highest token before it, not only with its predecessor.
+  EXPECT_EQ(fencing_violations({fenced(0, 5, "a"), fenced(10, 3, "b"), fenced(20, 4, "c")}), 2u);
+  // Two sections of one grant carry one token; other resources have counters of their own.
+  EXPECT_EQ(fencing_violations({fenced(0, 3, "a"), fenced(1, 3, "a"), fenced(10, 4, "b"),
+                                fenced(11, 1, "z", "other")}),
+            0u);
+}
+
 TEST(Checker, RecordsRoundTrip) {
   Record r("section");
   r.add("worker", "w\t1").add("start", 12).add("end", 20).add("deadline", 15).add("wrote", 1);
+  r.add("fence", 42).add("rejected", 0);
   Record back;
   ASSERT_TRUE(parse_record(r.to_line(), back));
   EXPECT_EQ(back.kind, "section");
@@ -128,7 +149,9 @@ TEST(Checker, RecordsRoundTrip) {
   auto s = section_from_record(back);
   EXPECT_EQ(s.end, 20);
   EXPECT_EQ(s.deadline, 15);
+  EXPECT_EQ(s.fence, 42);
   EXPECT_TRUE(s.wrote);
+  EXPECT_FALSE(s.rejected);
   EXPECT_FALSE(parse_record("section\tstart=1\tend", back));  // torn mid-write
   EXPECT_FALSE(parse_record("", back));
 }

@@ -409,6 +409,8 @@ void Run::use_ttl(long ttl_ms) { max_ttl_ = std::max(max_ttl_, ttl_ms); }
 
 void Run::allow_actual(const std::string& why) { actual_allowed_ = why; }
 
+void Run::fencing_not_judged(const std::string& why) { fencing_unjudged_ = why; }
+
 namespace {
 
 std::string signal_name(int sig) {
@@ -483,6 +485,11 @@ Outcome Run::finish() {
   o.claimed = claimed.count;
   o.actual = actual.count;
   o.negative_validity = negative_validity(sections);
+  o.fence_violations = fencing_violations(sections);
+  o.rejected = static_cast<std::size_t>(
+      std::count_if(sections.begin(), sections.end(), [](const Section& s) { return s.rejected; }));
+  if (o.rejected > 0)
+    note(std::to_string(o.rejected) + " stale write(s) rejected by the storage's fencing check");
   auto counter_text = storage_->command({"GET", "chaos:counter"});
   std::int64_t counter = counter_text == "(nil)" ? 0 : std::atoll(counter_text.c_str());
   o.lost_updates = lost_updates(sections, counter);
@@ -531,6 +538,16 @@ Outcome Run::finish() {
     o.problems.push_back(std::to_string(o.negative_validity) +
                          " grant(s) with a deadline already passed");
   if (o.leaked > 0) o.problems.push_back(std::to_string(o.leaked) + " leaked key(s)");
+  if (o.fence_violations > 0) {
+    std::string what =
+        std::to_string(o.fence_violations) + " fenced grant(s) whose token did not grow";
+    if (o.expect == Expect::caught || !fencing_unjudged_.empty())
+      note(what + " (not judged: " +
+           (fencing_unjudged_.empty() ? std::string("a negative control") : fencing_unjudged_) +
+           ")");
+    else
+      o.problems.push_back(what);
+  }
   o.pass = o.problems.empty();
   o.seconds = elapsed();
 
@@ -561,23 +578,23 @@ std::string failures_text(const std::map<std::string, long>& f) {
 
 std::string report_header() {
   char buf[256];
-  std::snprintf(buf, sizeof buf, "%-28s %8s %7s %6s %5s %7s %6s %4s %-11s %-11s %-6s %6s  %s",
-                "scenario", "sections", "claimed", "actual", "lost", "acq", "leaked", "sig",
-                "expected", "seen", "result", "time", "failures by kind");
+  std::snprintf(buf, sizeof buf, "%-28s %8s %7s %6s %5s %5s %7s %6s %4s %-11s %-11s %-6s %6s  %s",
+                "scenario", "sections", "claimed", "actual", "lost", "fence", "acq", "leaked",
+                "sig", "expected", "seen", "result", "time", "failures by kind");
   return buf;
 }
 
 std::string report_line(const Outcome& o) {
   char buf[512];
   if (o.skipped) {
-    std::snprintf(buf, sizeof buf, "%-28s %-59s %-11s %-11s %-6s %6s  %s", o.name.c_str(), "",
+    std::snprintf(buf, sizeof buf, "%-28s %-65s %-11s %-11s %-6s %6s  %s", o.name.c_str(), "",
                   to_string(o.expect), "-", "SKIP", "-", o.skip_reason.c_str());
     return buf;
   }
   std::snprintf(
-      buf, sizeof buf, "%-28s %8zu %7zu %6zu %5lld %7ld %6zu %4d %-11s %-11s %-6s %5.1fs  %s",
+      buf, sizeof buf, "%-28s %8zu %7zu %6zu %5lld %5zu %7ld %6zu %4d %-11s %-11s %-6s %5.1fs  %s",
       o.name.c_str(), o.sections, o.claimed, o.actual, static_cast<long long>(o.lost_updates),
-      o.acquired, o.leaked, o.signals, to_string(o.expect), o.seen.c_str(),
+      o.fence_violations, o.acquired, o.leaked, o.signals, to_string(o.expect), o.seen.c_str(),
       o.pass ? "PASS" : "FAIL", o.seconds, failures_text(o.failures).c_str());
   return buf;
 }

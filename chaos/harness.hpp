@@ -126,6 +126,8 @@ struct Outcome {
   std::size_t actual = 0;
   std::size_t negative_validity = 0;
   std::int64_t lost_updates = 0;
+  std::size_t fence_violations = 0;  // fenced grants whose token did not grow
+  std::size_t rejected = 0;          // stale writes the storage refused by their fencing token
   long acquired = 0;
   long attempts = 0;
   std::map<std::string, long> failures;  // "not_acquired" -> n, "lost.lock_lost" -> n...
@@ -196,6 +198,9 @@ class Run {
   // A safe scenario whose holders run past their deadline on purpose: actual overlaps are then
   // reported but do not fail it (claimed overlaps and lost updates still do).
   void allow_actual(const std::string& why);
+  // Fencing tokens are only as monotonic as the nodes' fence counters: a scenario whose nodes
+  // restart empty reports their violations without failing on them.
+  void fencing_not_judged(const std::string& why);
 
   // Runs the body's aftermath: waits for the workers, checks, and fills the outcome.
   Outcome finish();
@@ -219,6 +224,7 @@ class Run {
   std::chrono::steady_clock::time_point last_fault_{};  // the last crash, restart, pause, resume
   std::chrono::steady_clock::time_point healed_{};      // the last network_healed()
   std::string actual_allowed_;
+  std::string fencing_unjudged_;
   int log_fd_ = -1;
 };
 

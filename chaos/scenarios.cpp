@@ -18,12 +18,17 @@ void spawn_mix(Run& run, long duration_ms, long ttl_ms, bool run_lane) {
 }
 
 void spawn_mix(Run& run, WorkerSpec s, bool run_lane) {
+  auto plain = s.extra_args;
+  auto fenced = s.extra_args;
+  fenced.push_back("--fencing");
   s.mode = "explicit";
   run.spawn("explicit1", s);
+  s.extra_args = fenced;
   run.spawn("explicit2", s);
   s.mode = "held";
   run.spawn("held", s);
   s.mode = "mutex";
+  s.extra_args = plain;
   run.spawn("mutex", s);
   if (run_lane) {
     s.mode = "run";

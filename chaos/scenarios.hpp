@@ -23,7 +23,9 @@ void add_clock_scenarios(std::vector<Scenario>& out);
 inline bool granted(const std::string& reply) { return reply.rfind("ok ", 0) == 0; }
 
 // The usual mix of looping workers on one resource: two explicit (acquire/release), one held
-// (renewed HeldLock), one Mutex, and with `run_lane` one that goes through `redlock run`.
+// (renewed HeldLock), one Mutex, and with `run_lane` one that goes through `redlock run`. The
+// second explicit worker, the held one and `redlock run` ask for fencing tokens, which the
+// storage checks.
 void spawn_mix(Run& run, long duration_ms, long ttl_ms, bool run_lane);
 // The same from a template (its mode is replaced).
 void spawn_mix(Run& run, WorkerSpec base, bool run_lane);

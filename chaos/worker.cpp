@@ -66,6 +66,7 @@ struct Options {
   long hold = 2;
   long hold_jitter = 0;
   bool until_deadline = false;  // hold until the deadline; write 50 ms before it
+  bool fencing = false;         // ask for fencing tokens; the storage checks them
   bool extend = false;          // explicit: extend every ttl/3 while holding
   long duration = 10000;
   long max_sections = 0;
@@ -87,7 +88,8 @@ struct Options {
                "usage: redlock_chaos_worker --id ID --nodes LIST --storage PORT --out FILE\n"
                "  [--mode explicit|held|mutex|run|section|family|control] [--resource R]\n"
                "  [--ttl MS] [--wait MS] [--hold MS] [--hold-jitter MS] [--until-deadline]\n"
-               "  [--extend] [--duration MS] [--max-sections N] [--request-timeout MS]\n"
+               "  [--extend] [--fencing] [--duration MS] [--max-sections N]\n"
+               "  [--request-timeout MS]\n"
                "  [--connect-timeout MS] [--retry-delay MS] [--retry-jitter MS]\n"
                "  [--retry-count N] [--reconnect-min MS] [--reconnect-max MS] [--drift F]\n"
                "  [--counter KEY] [--redlock PATH]\n",
@@ -137,6 +139,8 @@ Options parse(int argc, char** argv) {
       o.until_deadline = true;
     else if (a == "--extend")
       o.extend = true;
+    else if (a == "--fencing")
+      o.fencing = true;
     else if (a == "--duration")
       o.duration = number();
     else if (a == "--max-sections")
@@ -195,6 +199,21 @@ class Storage {
     bool ok = r->type == REDIS_REPLY_STATUS;
     freeReplyObject(r);
     return ok;
+  }
+  // A storage that checks fencing tokens: the write is applied only if `fence` is at least the
+  // highest token it has seen (kept in key + ":fence"). Nullopt when the storage did not answer.
+  std::optional<bool> set_fenced(const std::string& key, long long value, std::uint64_t fence) {
+    static const char* script =
+        "local top = tonumber(redis.call('GET', KEYS[2]) or '0') "
+        "if tonumber(ARGV[2]) < top then return 0 end "
+        "redis.call('SET', KEYS[2], ARGV[2]) redis.call('SET', KEYS[1], ARGV[1]) return 1";
+    auto* r = command(
+        {"EVAL", script, "2", key, key + ":fence", std::to_string(value), std::to_string(fence)});
+    if (r == nullptr) return std::nullopt;
+    std::optional<bool> applied;
+    if (r->type == REDIS_REPLY_INTEGER) applied = r->integer == 1;
+    freeReplyObject(r);
+    return applied;
   }
 
  private:
@@ -280,10 +299,12 @@ redlock::Config make_config(const Options& o) {
 struct SectionState {
   std::int64_t start = 0;
   std::string token;
+  std::uint64_t fence = 0;  // the grant's fencing token, 0 without fencing
   int attempts = 0;
   long long read = -1;
   bool wrote = false;
-  bool lost = false;  // validity ended (or the lock was lost) before the holder was done
+  bool rejected = false;  // the storage refused the write: a fencing token below one it saw
+  bool lost = false;      // validity ended (or the lock was lost) before the holder was done
   int extends = 0;
   int extend_failures = 0;
 };
@@ -300,11 +321,24 @@ Record section_record(const Options& o, const SectionState& s, std::int64_t end,
       .add("token", s.token)
       .add("attempts", s.attempts)
       .add("read", s.read)
+      .add("fence", static_cast<std::int64_t>(s.fence))
       .add("wrote", s.wrote ? 1 : 0)
+      .add("rejected", s.rejected ? 1 : 0)
       .add("lost", s.lost ? 1 : 0);
   if (s.extends || s.extend_failures)
     r.add("extends", s.extends).add("extend_failures", s.extend_failures);
   return r;
+}
+
+// counter + 1, through the fencing check when the grant has a token.
+void write_counter(const Options& o, Storage& storage, SectionState& s) {
+  if (s.fence == 0) {
+    s.wrote = storage.set(o.counter, s.read + 1);
+    return;
+  }
+  auto applied = storage.set_fenced(o.counter, s.read + 1, s.fence);
+  s.wrote = applied && *applied;
+  s.rejected = applied && !*applied;
 }
 
 // Reads the counter, holds, and writes counter + 1 if `valid()` still says so (a careful holder
@@ -330,7 +364,7 @@ void hold_section(const Options& o, Storage& storage, SectionState& s, std::mt19
     auto left = (until - raw_now_ns()) / 1'000'000;
     std::this_thread::sleep_for(Milliseconds(std::clamp<std::int64_t>(left, 0, 10)));
   }
-  if (!s.lost && valid() && s.read >= 0) s.wrote = storage.set(o.counter, s.read + 1);
+  if (!s.lost && valid() && s.read >= 0) write_counter(o, storage, s);
   if (!valid()) s.lost = true;
   if (o.until_deadline && !s.lost) {
     // Hold on to the end of the promised window: the next holder must not get in before it.
@@ -373,7 +407,9 @@ int run_explicit(const Options& o, Output& out) {
   auto stop_at = raw_now_ns() + o.duration * 1'000'000;
   long sections = 0;
   while (keep_going(o, stop_at, sections)) {
-    auto r = client.acquire(o.resource, Milliseconds(o.ttl), Milliseconds(o.wait));
+    redlock::AcquireRequest req({o.resource}, Milliseconds(o.ttl), Milliseconds(o.wait));
+    req.fencing = o.fencing;
+    auto r = client.acquire(std::move(req));
     if (!r) {
       counts.add("fail." + errc_name(r.error));
       if (r.error != redlock::Errc::not_acquired)
@@ -384,6 +420,7 @@ int run_explicit(const Options& o, Output& out) {
     SectionState s;
     s.start = raw_now_ns();
     s.token = r.lock.token;
+    s.fence = r.lock.fencing_token;
     s.attempts = r.attempts;
     counts.add("acquired");
     auto& lock = r.lock;
@@ -422,6 +459,7 @@ int run_held(const Options& o, Output& out) {
   while (keep_going(o, stop_at, sections)) {
     redlock::AcquireRequest req({o.resource});  // no ttl: the watchdog lease, renewed
     req.wait = Milliseconds(o.wait);
+    req.fencing = o.fencing;
     auto h = client.hold(std::move(req));
     if (!h) {
       counts.add("fail." + errc_name(h.error));
@@ -433,6 +471,7 @@ int run_held(const Options& o, Output& out) {
     SectionState s;
     s.start = raw_now_ns();
     s.token = h.lock.token();
+    s.fence = h.lock.fencing_token();
     s.attempts = h.attempts;
     counts.add("acquired");
     auto& lock = h.lock;
@@ -457,6 +496,7 @@ int run_mutex(const Options& o, Output& out) {
   std::mt19937_64 rng(std::random_device{}());
   Counts counts;
   redlock::MutexOptions mo;
+  mo.fencing = o.fencing;
   mo.on_error = [&counts](std::error_code ec, const std::string&) {
     counts.add("unlock_fail." + errc_name(ec));
   };
@@ -480,6 +520,7 @@ int run_mutex(const Options& o, Output& out) {
     SectionState s;
     s.start = raw_now_ns();
     s.attempts = 1;
+    s.fence = m.fencing_token();
     counts.add("acquired");
     hold_section(
         o, storage, s, rng, [&] { return m.valid(); }, [&] { return to_raw(m.valid_until()); },
@@ -520,6 +561,8 @@ int run_section(const Options& o, Output& out, bool family) {
   SectionState s;
   s.start = raw_now_ns();
   s.token = token ? token : "";
+  if (const char* fence = std::getenv("REDLOCK_FENCING_TOKEN"))
+    s.fence = std::strtoull(fence, nullptr, 10);
   s.attempts = 1;
   auto stop = [] { return !g_stop.load(); };
   hold_section(
@@ -655,11 +698,14 @@ int run_cli(const Options& o, Output& out) {
 // --- control -------------------------------------------------------------------------------
 
 // One command per line on stdin, one answer line on stdout (flushed):
-//   acquire TTL WAIT     explicit acquire  -> "ok VALIDITY_LEFT_MS TOKEN" | "fail ERRC VOTES"
-//   hold WAIT            hold (renewed)    -> as acquire
+//   acquire TTL WAIT [fenced]  explicit acquire -> "ok VALIDITY_LEFT_MS TOKEN fence F VOTES"
+//                                              | "fail ERRC VOTES"
+//   hold WAIT [fenced]   hold (renewed)    -> as acquire
 //   read                 GET the counter    -> "read V"
-//   write                SET counter V + 1, valid or not (a stale write) -> "wrote"
-//   write_if_valid       the same, only while the lock is valid -> "wrote" | "skipped"
+//   write                SET counter V + 1, valid or not (a stale write); through the
+//                        storage's fencing check when the grant has a token
+//                        -> "wrote" | "rejected" (by the fencing check)
+//   write_if_valid       the same, only while the lock is valid -> ... | "skipped"
 //   extend TTL           explicit extend   -> "extended VALIDITY_LEFT_MS" | "extend_fail ERRC"
 //   sleep_until_deadline MARGIN_MS  sleeps until the deadline minus the margin -> "slept"
 //   end                  records the section, ending now -> "ended"
@@ -693,15 +739,19 @@ int run_control(const Options& o, Output& out) {
     if (cmd == "acquire" || cmd == "hold") {
       redlock::Outcome result;
       int attempts = 0;
+      bool fenced = w.back() == "fenced";
       if (cmd == "acquire" && w.size() >= 3) {
-        auto r = client.acquire(o.resource, Milliseconds(std::stol(w[1])),
-                                Milliseconds(std::stol(w[2])));
+        redlock::AcquireRequest req({o.resource}, Milliseconds(std::stol(w[1])),
+                                    Milliseconds(std::stol(w[2])));
+        req.fencing = fenced;
+        auto r = client.acquire(std::move(req));
         attempts = r.attempts;
         if (r) lock = r.lock;
         result = r;
       } else if (cmd == "hold" && w.size() >= 2) {
         redlock::AcquireRequest req({o.resource});
         req.wait = Milliseconds(std::stol(w[1]));
+        req.fencing = fenced;
         auto h = client.hold(std::move(req));
         attempts = h.attempts;
         if (h) held = std::move(h.lock);
@@ -720,11 +770,13 @@ int run_control(const Options& o, Output& out) {
       s = SectionState();
       s.start = raw_now_ns();
       s.token = lock ? lock->token : held.token();
+      s.fence = lock ? lock->fencing_token : held.fencing_token();
       s.attempts = attempts;
       open = true;
       auto left =
           std::chrono::duration_cast<Milliseconds>(valid_until() - redlock::Clock::now()).count();
-      answer("ok " + std::to_string(left) + " " + s.token + " " + result.votes.to_string());
+      answer("ok " + std::to_string(left) + " " + s.token + " fence " + std::to_string(s.fence) +
+             " " + result.votes.to_string());
     } else if (cmd == "read") {
       auto v = storage.get(o.counter);
       s.read = v ? *v : -1;
@@ -735,8 +787,8 @@ int run_control(const Options& o, Output& out) {
         answer("skipped");
         continue;
       }
-      s.wrote = s.read >= 0 && storage.set(o.counter, s.read + 1);
-      answer(s.wrote ? "wrote" : "write_failed");
+      if (s.read >= 0) write_counter(o, storage, s);
+      answer(s.wrote ? "wrote" : s.rejected ? "rejected" : "write_failed");
     } else if (cmd == "extend" && w.size() >= 2 && lock) {
       auto e = client.extend(*lock, Milliseconds(std::stol(w[1])));
       if (e)
