@@ -54,8 +54,20 @@ bool parse_int(std::string_view s, Int& v) {
   return ec == std::errc() && p == s.data() + s.size();
 }
 
+// An entry as it may be shown in a message: credentials never are. `redis://u:pw@h:1` becomes
+// `redis://u:***@h:1`, `redis://:pw@h:1` becomes `redis://:***@h:1`.
+std::string redacted(std::string_view entry) {
+  auto scheme = entry.find("://");
+  auto from = scheme == std::string_view::npos ? 0 : scheme + 3;
+  auto at = entry.rfind('@');
+  if (at == std::string_view::npos || at < from) return std::string(entry);
+  auto colon = entry.find(':', from);
+  auto keep = colon != std::string_view::npos && colon < at ? colon + 1 : from;
+  return std::string(entry.substr(0, keep)) + "***" + std::string(entry.substr(at));
+}
+
 std::error_code parse_one(std::string_view entry, NodeAddress& node, std::string& message) {
-  const std::string quoted = "'" + std::string(entry) + "'";
+  const std::string quoted = "'" + redacted(entry) + "'";
   auto colon_slashes = entry.find("://");
   if (colon_slashes == std::string_view::npos)
     return fail(message, "node " + quoted + ": expected redis://host:port");
@@ -154,7 +166,7 @@ std::error_code parse_node_list(std::string_view list, std::vector<NodeAddress>&
     if (auto ec = parse_one(entry, node, message)) return ec;
     auto id = lower(node.host) + ":" + std::to_string(node.port);
     if (!seen.insert(id).second)
-      return fail(message, "node '" + std::string(entry) + "' is listed twice (" + id + ")");
+      return fail(message, "node '" + redacted(entry) + "' is listed twice (" + id + ")");
     out.push_back(std::move(node));
     if (comma == std::string_view::npos) break;
     start = comma + 1;

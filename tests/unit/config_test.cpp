@@ -53,6 +53,20 @@ TEST(NodeList, AddressTextNeverShowsCredentials) {
   EXPECT_EQ(nodes[1].to_string(), "[::1]:2");
 }
 
+// Messages about a bad node list name the bad part, never the password.
+TEST(NodeList, ErrorMessagesNeverShowPasswords) {
+  for (const char* list : {"redis://alice:s3cret@host:99999", "redis://:s3cret@host",
+                           "redis://:s3cret@h:1/x", "redis://u:s3cret@h:1,redis://u:s3cret@h:1",
+                           "rediss://alice:s3cret@host:1", "redis://alice:s3cret@[::1:1"}) {
+    std::vector<NodeAddress> nodes;
+    std::string message;
+    auto ec = parse_node_list(list, nodes, message);
+    EXPECT_EQ(ec, Errc::invalid_config) << list;
+    EXPECT_EQ(message.find("s3cret"), std::string::npos) << message;
+    EXPECT_NE(message.find("***"), std::string::npos) << message;
+  }
+}
+
 TEST(NodeList, RefusesWhatCannotWorkAndNamesTheBadPart) {
   expect_refused("", "empty");
   expect_refused("   ", "empty");
