@@ -1,7 +1,15 @@
-// Connection behaviour: reconnects, timeouts, late replies, status.
+// Connection behaviour: reconnects, timeouts, late replies, status, first use, back-off.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <hiredis/hiredis.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <thread>
+#include <vector>
 
 #include "redis_server.hpp"
 #include "redlock/redlock.hpp"
@@ -14,6 +22,96 @@ using namespace std::chrono_literals;
 using test::RedisCluster;
 
 using test::fast_config;
+
+// A loopback server that is not Redis: it counts the connections it accepts and either closes
+// each at once (a crashing node) or answers anything with bytes that are not RESP.
+class FakeServer {
+ public:
+  enum class Mode { close_at_once, garbage };
+
+  explicit FakeServer(Mode mode) : mode_(mode) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        ::listen(fd_, 128) != 0 ||
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+      throw std::runtime_error("cannot listen");
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~FakeServer() {
+    stop_ = true;
+    thread_.join();
+    for (int c : clients_) ::close(c);
+    ::close(fd_);
+  }
+  FakeServer(const FakeServer&) = delete;
+  FakeServer& operator=(const FakeServer&) = delete;
+
+  std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
+  int accepted() const { return accepted_.load(); }
+
+ private:
+  void serve() {
+    while (!stop_) {
+      std::vector<pollfd> fds{{fd_, POLLIN, 0}};
+      for (int c : clients_) fds.push_back({c, POLLIN, 0});
+      if (::poll(fds.data(), fds.size(), 20) <= 0) continue;
+      if (fds[0].revents & POLLIN) {
+        int c = ::accept(fd_, nullptr, nullptr);
+        if (c >= 0) {
+          ++accepted_;
+          if (mode_ == Mode::close_at_once) {
+            ::close(c);  // an orderly close, before reading anything
+          } else {
+            static const char kGarbage[] = "HTTP/1.1 400 Bad Request\r\n\r\n";
+            (void)!::write(c, kGarbage, sizeof kGarbage - 1);
+            clients_.push_back(c);
+          }
+        }
+      }
+      // Garbage mode: keep each connection until its client closes it.
+      for (std::size_t i = 1; i < fds.size(); ++i) {
+        if (fds[i].revents == 0) continue;
+        char buf[4096];
+        if (::read(fds[i].fd, buf, sizeof buf) > 0) continue;
+        ::close(fds[i].fd);
+        clients_.erase(std::find(clients_.begin(), clients_.end(), fds[i].fd));
+      }
+    }
+  }
+
+  Mode mode_;
+  int fd_ = -1;
+  std::uint16_t port_ = 0;
+  std::vector<int> clients_;  // server thread only
+  std::atomic<int> accepted_{0};
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// A client that does nothing, with a back-off from 20 ms to 400 ms: how many connections does
+// it open to a node that never works, in `window`?
+Config idle_config(const std::string& url) {
+  Config c = Config::from_node_list(url);
+  c.reconnect_min = 20ms;
+  c.reconnect_max = 400ms;
+  return c;
+}
+
+// 20, 40, 80, 160, 320, then 400 ms at most, each drawn from [d/2, d]: at most 15 connections in
+// 2 s. A reconnect without delay opens thousands.
+constexpr int kMostConnectionsIn2s = 15;
+
+std::string named_list(RedisCluster& cluster) {
+  std::string list;
+  for (std::size_t i = 0; i < cluster.size(); ++i)
+    list += (i ? "," : "") + std::string("redis://localhost:") + std::to_string(cluster[i].port());
+  return list;
+}
 
 TEST(Node, ReconnectsAfterARestart) {
   RedisCluster cluster(3);
@@ -76,10 +174,7 @@ TEST(Node, TimedOutRequestIsReportedAsSuch) {
 
 TEST(Node, HostNamesAreResolvedAndAnUnresolvableOneIsAFailedVote) {
   RedisCluster cluster(3);
-  std::string list;
-  for (std::size_t i = 0; i < cluster.size(); ++i)
-    list += (i ? "," : "") + std::string("redis://localhost:") + std::to_string(cluster[i].port());
-  Config c = Config::from_node_list(list);
+  Config c = Config::from_node_list(named_list(cluster));
   c.retry_delay = 20ms;
   Client client(c);
   auto r = client.acquire("named", 1000ms, 3000ms);
@@ -92,6 +187,97 @@ TEST(Node, HostNamesAreResolvedAndAnUnresolvableOneIsAFailedVote) {
   auto u = unresolvable.try_acquire("x", 1000ms);
   EXPECT_EQ(u.error, Errc::no_quorum) << u.message();
   EXPECT_EQ(u.votes.nodes[0].vote, Vote::failed) << u.message();
+}
+
+// A client's first request waits for the first connection to a numeric address (and for its
+// AUTH) instead of failing because it is not connected yet.
+TEST(Node, TheFirstRequestToNumericNodesWaitsForTheConnection) {
+  RedisCluster cluster(3, {"--requirepass", "pw"}, "pw");  // a handshake (AUTH) to wait for too
+  Config c = fast_config(cluster, ":pw");
+  c.retry_count = 0;
+  for (int i = 0; i < 3; ++i) {
+    Client client(c);
+    auto rows = client.status();
+    ASSERT_EQ(rows.size(), 3u);
+    for (const auto& row : rows) EXPECT_TRUE(row.up) << row.address << ": " << row.detail;
+    Client other(c);
+    auto r = other.release(Lock("numeric", "00ff"));
+    EXPECT_EQ(r.error, Errc::not_held) << r.message();
+    EXPECT_EQ(r.votes.failed(), 0u) << r.message();
+  }
+}
+
+// Defect: a node that accepts connections and closes them at once was reconnected without
+// delay (~25,000 connections in 2 s from an idle client). A connection counts as working only
+// once it answered; until then reconnects back off exponentially, with jitter, capped.
+TEST(Node, ANodeThatClosesEveryConnectionIsReconnectedWithBackOff) {
+  FakeServer server(FakeServer::Mode::close_at_once);
+  {
+    Client client(idle_config(server.url()));
+    std::this_thread::sleep_for(2s);
+  }
+  EXPECT_GE(server.accepted(), 2);
+  EXPECT_LE(server.accepted(), kMostConnectionsIn2s);
+}
+
+TEST(Node, ANodeThatAnswersGarbageIsReconnectedWithBackOff) {
+  FakeServer server(FakeServer::Mode::garbage);
+  {
+    Client client(idle_config(server.url()));
+    std::this_thread::sleep_for(2s);
+  }
+  EXPECT_GE(server.accepted(), 2);
+  EXPECT_LE(server.accepted(), kMostConnectionsIn2s);
+}
+
+TEST(Node, ANodeAtMaxclientsIsReconnectedWithBackOff) {
+  RedisCluster cluster(1, {"--maxclients", "1"});
+  // Take the one slot; this connection also reads the server's counters.
+  timeval tv{2, 0};
+  redisContext* slot = redisConnectWithTimeout("127.0.0.1", cluster[0].port(), tv);
+  ASSERT_TRUE(slot != nullptr && slot->err == 0);
+  auto rejected = [&] {
+    auto* r = static_cast<redisReply*>(redisCommand(slot, "INFO stats"));
+    if (r == nullptr) return -1;
+    std::string info(r->str, r->len);
+    freeReplyObject(r);
+    auto pos = info.find("rejected_connections:");
+    return pos == std::string::npos ? -1 : std::stoi(info.substr(pos + 21));
+  };
+  int before = rejected();
+  {
+    Client client(idle_config(cluster[0].url()));
+    std::this_thread::sleep_for(2s);
+  }
+  int count = rejected() - before;
+  redisFree(slot);
+  EXPECT_GE(count, 2);
+  EXPECT_LE(count, kMostConnectionsIn2s);
+}
+
+// After a connection that worked, the back-off starts again from the bottom: a node that comes
+// back after a short outage is used again at once, even after an earlier long outage had
+// raised the back-off to its cap.
+TEST(Node, BackOffIsResetByAConnectionThatWorked) {
+  RedisCluster cluster(1);
+  Config c = Config::from_node_list(cluster[0].url());
+  c.reconnect_min = 20ms;
+  c.reconnect_max = 2000ms;
+  c.retry_count = 0;
+  Client client(c);
+  auto works = [&] { return static_cast<bool>(client.try_acquire("k", 1000ms)); };
+  ASSERT_TRUE(works());
+  cluster[0].kill9();
+  std::this_thread::sleep_for(3s);  // long enough for the back-off to reach its cap
+  cluster[0].restart();
+  ASSERT_TRUE(test::eventually(works, 3s));
+  cluster[0].kill9();  // a short outage after a connection that worked
+  std::this_thread::sleep_for(50ms);
+  cluster[0].restart();
+  auto start = Clock::now();
+  EXPECT_TRUE(test::eventually(works, 3s));
+  auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+  EXPECT_LT(took.count(), 800) << "ms: the back-off was not reset by the working connection";
 }
 
 TEST(Node, StatusReportsEveryNode) {
