@@ -8,7 +8,7 @@
 namespace redlock::detail {
 
 EventLoop::EventLoop() {
-  uv_loop_init(&loop_);
+  uv_loop_init(&loop_);  // loop_.data stays free: the transport layer keeps its write queue there
   uv_async_init(&loop_, &async_, &EventLoop::on_async);
   async_.data = this;
 }

@@ -1,9 +1,14 @@
-// One Redis master: a hiredis async connection driven by the client's libuv loop.
+// One Redis master: the session over one connection at a time, on the client's libuv loop.
 //
-// Loop thread only. Lifecycle of a connection (Conn):
-//   connecting -> ready -> (closed by us | lost) ; a new Conn replaces it after back-off.
-// A Conn is freed only after hiredis told us (through the adapter's cleanup hook) that it is
-// done with it, and never from inside a hiredis callback.
+// Loop thread only. The session owns what a connection means to us: AUTH and SELECT before
+// anything else, the requests waiting for their replies in order, their timeouts, scripts
+// preloaded and re-sent after NOSCRIPT, subscriptions, and reconnecting with back-off. Bytes
+// move through a Transport (transport.hpp: the socket, batched writes, the pump where TLS will
+// sit) and are cut into commands and replies by hiredis (protocol.hpp).
+//
+// Lifecycle of a connection (Conn): connecting -> open -> in session -> closing -> closed; a new
+// Conn replaces it, at once after one that worked, after back-off otherwise. A Conn is freed
+// only when its transport is gone, which is never inside one of its own callbacks.
 #pragma once
 
 #include <uv.h>
@@ -11,7 +16,6 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <random>
 #include <set>
@@ -20,9 +24,9 @@
 #include <system_error>
 #include <vector>
 
+#include "fifo.hpp"
 #include "redlock/config.hpp"
 
-struct redisAsyncContext;
 struct redisReply;
 
 namespace redlock::detail {
@@ -74,9 +78,6 @@ class MessageSink {
   ~MessageSink() = default;
 };
 
-// Maps a Redis error reply ("WRONGTYPE ...", "OOM ...") to our code.
-std::error_code error_from_reply_text(std::string_view text) noexcept;
-
 class Node {
  public:
   // With a `subscriber`, the node is a pub/sub connection: it only subscribes to channels
@@ -92,7 +93,10 @@ class Node {
 
   void start();
   // Either returns an error at once (the sink is never called) or calls sink->on_node_reply
-  // exactly once later, on the loop thread, never from inside send().
+  // exactly once later, on the loop thread, never from inside send(). While the node is
+  // connecting (resolving its name, connecting, AUTH/SELECT), the command waits for the
+  // session within its own timeout; while the node is down (backing off after failed
+  // connects), it fails at once with the cause of the last failure.
   std::error_code send(const Command& command, ReplySink* sink);
   // Fails everything pending with Errc::shutting_down and closes all handles.
   void shutdown();
@@ -107,6 +111,9 @@ class Node {
   const std::string& last_error_detail() const noexcept { return last_error_detail_; }
 
  private:
+  // idle: not started. connecting: resolving, connecting or in the handshake; callers'
+  // commands wait. ready: in session. backoff: down, a reconnect is scheduled; callers'
+  // commands fail at once.
   enum class State { idle, connecting, ready, backoff, shut_down };
   // handshake: AUTH, SELECT (a failure closes the connection); internal: SCRIPT LOAD (its reply
   // is not needed); user: a caller's command.
@@ -115,65 +122,52 @@ class Node {
   struct Pending {
     const Command* command;
     ReplySink* sink;
-    std::uint64_t deadline_ms;  // in uv_now() time
+    std::uint64_t deadline_ms;  // in uv_now() time; 0: none (bounded by the commands around it)
     std::uint64_t sent_ns;      // uv_hrtime()
     Kind kind;
     bool as_eval;    // re-sent with the script body after NOSCRIPT
     bool timed_out;  // its deadline passed; the connection is being closed for it
   };
 
-  struct Conn {
-    Node* node = nullptr;
-    redisAsyncContext* ac = nullptr;
-    std::deque<Pending> pending;  // issued to hiredis, in order, awaiting their replies
-    // Until AUTH and SELECT have succeeded, callers' commands wait here, not on the wire: a
-    // command pipelined behind a failing AUTH or SELECT would run as the default user or in
-    // database 0.
-    std::deque<Pending> held;
-    std::size_t handshake_left = 0;  // AUTH / SELECT replies still to come
-    bool connected = false;
-    // The server answered a command with something other than an error: the connection worked,
-    // so losing it is replaced at once, and the connect back-off starts again from the bottom.
-    // A server that accepts and closes (or answers only errors) never gets here.
-    bool answered = false;
-    bool hiredis_done = false;  // hiredis ran its cleanup: safe to free from the loop
-    void (*adapter_cleanup)(void*) = nullptr;
-    std::error_code close_reason;  // why we closed it (for requests failed by the close)
-    std::string close_detail;
-  };
+  class Conn;  // one connection's session state (node.cpp)
 
-  static void on_connect(const redisAsyncContext* ac, int status);
-  static void on_disconnect(const redisAsyncContext* ac, int status);
-  static void on_reply(redisAsyncContext* ac, void* reply, void* privdata);
-  static void on_subscription(redisAsyncContext* ac, void* reply, void* privdata);
-  void issue_subscription(Conn& conn, const char* verb, const std::string& channel);
-  static void on_cleanup(void* adapter_data);
-  static void on_request_timer(uv_timer_t* timer);
-  static void on_connect_timer(uv_timer_t* timer);
-  static void on_reconnect_timer(uv_timer_t* timer);
-  static void on_flush(uv_prepare_t* prepare);
+  // From a connection's transport.
+  void on_open(Conn& conn);
+  void on_data(Conn& conn, const char* data, std::size_t len);
+  void on_conn_error(Conn& conn, std::error_code error, std::string_view detail);
+  void on_conn_closed(Conn& conn);
 
   void connect();
   // Connects to a numeric address; names are resolved first, off the loop (uv_getaddrinfo).
   void connect_to(const std::string& ip);
   static void on_resolved(uv_getaddrinfo_t* req, int status, addrinfo* res);
+  // Formats `pending` onto `conn` and records it; false (nothing recorded) when out of memory.
   bool issue(Conn& conn, const Pending& pending);
-  // Issues `pending` on `conn` and records it; false (nothing recorded) when hiredis refused.
-  bool issue_and_track(Conn& conn, const Pending& pending);
-  // The handshake of `conn` succeeded: preload scripts, subscribe, release held commands.
+  void write_argv(Conn& conn, const char* const* argv, const std::size_t* lens, int argc);
+  // The connection is open and its handshake succeeded: preload scripts, subscribe, and send
+  // the commands that waited for it.
   void begin_session(Conn& conn);
   void load_script(Conn& conn, const Script& script);
-  // Fails every command still held on `conn` (never sent) with `error`.
-  void fail_held(Conn& conn, std::error_code error, const std::string& detail);
-  void handle_reply(Conn& conn, const redisReply* reply);
+  void issue_subscription(Conn& conn, const char* verb, const std::string& channel);
+  // Fails every command that waits for a session (never sent) with `error`.
+  void fail_held(std::error_code error, const std::string& detail);
+  // One reply, in order, read at `received_ns` (uv_hrtime). False when it closed the connection.
+  bool handle_reply(Conn& conn, const redisReply* reply, std::uint64_t received_ns);
+  void handle_push(const redisReply* reply);
   void check_timeouts();
-  // Detaches and frees the current connection (not from inside a hiredis callback).
+  // Closes the current connection and fails what it had in flight; then opens a replacement
+  // at once (it had worked) or backs off.
   void close_current(std::error_code reason, std::string detail);
-  // Called when the current connection is gone: schedule the next one.
-  void connection_gone(std::error_code reason, std::string detail, bool was_ready);
+  // A connection attempt failed (or a connection that never worked was lost): the next address
+  // of the name at once, or back-off.
+  void connection_gone(std::error_code reason, std::string detail);
   void arm_request_timer(std::uint64_t deadline_ms);
-  void sweep();
   void note_error(std::error_code ec, std::string detail);
+  std::uint64_t request_deadline() const;
+
+  static void on_request_timer(uv_timer_t* timer);
+  static void on_connect_timer(uv_timer_t* timer);
+  static void on_reconnect_timer(uv_timer_t* timer);
 
   uv_loop_t* loop_;
   std::size_t index_;
@@ -183,9 +177,11 @@ class Node {
   std::mt19937_64 rng_;
 
   State state_ = State::idle;
-  Conn* current_ = nullptr;
-  std::vector<std::unique_ptr<Conn>> conns_;  // current and retired connections
-  int failures_ = 0;                          // consecutive failed connects (back-off)
+  std::unique_ptr<Conn> current_;
+  std::vector<std::unique_ptr<Conn>> closing_;  // closed, until their transports are gone
+  // Callers' commands sent while connecting: not on any wire until a session has begun.
+  Fifo<Pending> held_;
+  int failures_ = 0;  // consecutive connects that never answered (back-off)
   std::error_code last_error_;
   std::string last_error_detail_;
 
@@ -199,10 +195,6 @@ class Node {
   uv_timer_t request_timer_{};
   uv_timer_t connect_timer_{};
   uv_timer_t reconnect_timer_{};
-  // Runs once at the end of a loop turn in which commands were queued, and writes them all in
-  // one go: without it hiredis waits for the next poll to report the socket writable, a whole
-  // extra loop iteration per request.
-  uv_prepare_t flush_{};
   uv_getaddrinfo_t resolve_{};
   bool resolving_ = false;
   bool numeric_host_ = false;

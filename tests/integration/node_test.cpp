@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "net/protocol.hpp"
 #include "redis_server.hpp"
 #include "redlock/redlock.hpp"
 #include "test_config.hpp"
@@ -189,8 +190,42 @@ TEST(Node, HostNamesAreResolvedAndAnUnresolvableOneIsAFailedVote) {
   EXPECT_EQ(u.votes.nodes[0].vote, Vote::failed) << u.message();
 }
 
-// A client's first request waits for the first connection to a numeric address (and for its
-// AUTH) instead of failing because it is not connected yet.
+// Defect: a request sent while a node's host name was still being resolved failed at once with
+// not_connected, so a client's first request to named nodes always failed: the CLI's status,
+// extend and release (one request each) never worked with `redis://localhost:port`. A request
+// now waits for the connection, within its own timeout.
+TEST(Node, TheFirstRequestToNamedNodesWaitsForTheConnection) {
+  RedisCluster cluster(3);
+  Config c = Config::from_node_list(named_list(cluster));
+  c.retry_count = 0;  // one attempt: nothing may hide a failed first request
+  {
+    Client client(c);
+    auto rows = client.status();
+    ASSERT_EQ(rows.size(), 3u);
+    for (const auto& row : rows) EXPECT_TRUE(row.up) << row.address << ": " << row.detail;
+  }
+  {
+    Client client(c);
+    auto r = client.release(Lock("named", "00ff"));  // a token nobody holds
+    EXPECT_EQ(r.error, Errc::not_held) << r.message();
+    EXPECT_EQ(r.votes.failed(), 0u) << r.message();
+  }
+  {
+    Client client(c);
+    Lock stale("named", "00ff");
+    auto e = client.extend(stale, 1000ms);
+    EXPECT_EQ(e.error, Errc::not_held) << e.message();
+    EXPECT_EQ(e.votes.failed(), 0u) << e.message();
+  }
+  {
+    Client client(c);
+    auto r = client.try_acquire("named", 1000ms);
+    ASSERT_TRUE(r) << r.message();
+    EXPECT_EQ(r.votes.failed(), 0u) << r.message();
+  }
+}
+
+// ... and the same while the first connection to a numeric address is being made.
 TEST(Node, TheFirstRequestToNumericNodesWaitsForTheConnection) {
   RedisCluster cluster(3, {"--requirepass", "pw"}, "pw");  // a handshake (AUTH) to wait for too
   Config c = fast_config(cluster, ":pw");
@@ -278,6 +313,45 @@ TEST(Node, BackOffIsResetByAConnectionThatWorked) {
   EXPECT_TRUE(test::eventually(works, 3s));
   auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
   EXPECT_LT(took.count(), 800) << "ms: the back-off was not reset by the working connection";
+}
+
+// Our command formatter writes RESP in place; hiredis' reader must read each command back as
+// exactly its arguments (empty ones, binary bytes and many arguments included), several
+// commands in one buffer, fed in pieces of any size.
+TEST(Protocol, CommandsReadBackAsTheirArguments) {
+  std::vector<std::vector<std::string>> commands = {
+      {"EVALSHA", std::string(40, 'a'), "1", "key", "token", "10000"},
+      {"SET", "", std::string("a\0b\r\nc", 7)},
+      {},
+  };
+  for (int i = 0; i < 40; ++i) commands[2].push_back(std::string(static_cast<std::size_t>(i), 'x'));
+  std::string wire;
+  for (const auto& c : commands) {
+    detail::Argv argv;
+    for (const auto& a : c) argv.push(a);
+    ASSERT_TRUE(detail::append_command(wire, argv));
+  }
+  for (std::size_t piece : {std::size_t{1}, std::size_t{7}, wire.size()}) {
+    detail::ReplyReader reader;
+    std::size_t next = 0;
+    for (std::size_t at = 0; at < wire.size(); at += piece) {
+      ASSERT_TRUE(reader.feed(wire.data() + at, std::min(piece, wire.size() - at)));
+      detail::ReplyPtr r;
+      while (reader.next(r) == detail::ReplyReader::Status::reply) {
+        ASSERT_LT(next, commands.size());
+        const auto& want = commands[next++];
+        ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);
+        ASSERT_EQ(r->elements, want.size());
+        for (std::size_t k = 0; k < want.size(); ++k)
+          EXPECT_EQ(std::string(r->element[k]->str, r->element[k]->len), want[k]);
+      }
+    }
+    EXPECT_EQ(next, commands.size()) << "piece " << piece;
+  }
+  detail::ReplyReader garbage;
+  ASSERT_TRUE(garbage.feed("HTTP/1.1 400\r\n", 14));
+  detail::ReplyPtr r;
+  EXPECT_EQ(garbage.next(r), detail::ReplyReader::Status::error);
 }
 
 TEST(Node, StatusReportsEveryNode) {
