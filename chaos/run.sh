@@ -3,8 +3,8 @@
 # runner in build/chaos, and runs it inside a private network namespace (unshare -n), where the
 # nftables rules of the partition scenarios cannot touch the host and vanish with it.
 #
-#   chaos/run.sh                  the whole suite (~8 minutes on 2 cores)
-#   chaos/run.sh --smoke          the smoke subset, short phases (~2 minutes)
+#   chaos/run.sh                  the whole suite (~6 minutes on 2 cores, plus the build)
+#   chaos/run.sh --smoke          the smoke subset, short phases (~1.5 minutes)
 #   chaos/run.sh NAME...          the named scenarios (chaos/run.sh --list names them)
 #   chaos/run.sh ... -v           every fault and check as it happens, on stderr
 #
