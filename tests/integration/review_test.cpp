@@ -95,7 +95,7 @@ bool subscribed(const test::RedisServer& server, const std::string& channel) {
 // back-off grows by one step per disconnect over the client's whole life and never resets. After
 // a handful of server restarts or `CLIENT KILL TYPE pubsub`, every loss of a subscriber that
 // worked costs up to reconnect_max without release notices.
-TEST(Review, DISABLED_F3_ASubscriberThatWorkedIsReplacedAtOnce) {
+TEST(Review, F3_ASubscriberThatWorkedIsReplacedAtOnce) {
   RedisCluster cluster(3);
   auto config = test::fast_config(cluster);
   config.reconnect_min = 50ms;
