@@ -413,6 +413,20 @@ void Run::fencing_not_judged(const std::string& why) { fencing_unjudged_ = why; 
 
 namespace {
 
+// Whether a child of ours still runs, without reaping it (its owner does that): a process that
+// ended on its own is a zombie until then.
+bool still_running(pid_t pid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+  FILE* f = std::fopen(path, "r");
+  if (!f) return false;
+  char buf[512] = {0};
+  std::size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  const char* close = std::strrchr(buf, ')');
+  return n > 0 && close != nullptr && close[1] == ' ' && close[2] != 'Z' && close[2] != 'X';
+}
+
 std::string signal_name(int sig) {
   const char* d = ::sigabbrev_np(sig);
   return d ? std::string("SIG") + d : std::to_string(sig);
@@ -422,6 +436,12 @@ std::string signal_name(int sig) {
 
 Outcome Run::finish() {
   auto& o = outcome_;
+  // Servers end only when the scenario kills them: one that ended on its own (a crash under the
+  // clock shim, say) would void the scenario.
+  for (std::size_t i = 0; i < nodes_.size(); ++i)
+    if (nodes_[i]->running() && !still_running(nodes_[i]->pid()))
+      o.problems.push_back("node " + std::to_string(i) + " (redis-server) ended by itself");
+  if (!still_running(storage_->pid())) o.problems.push_back("the storage redis-server ended");
   wait_all(30s);
   for (std::size_t i = 0; i < nodes_.size(); ++i)
     if (paused_[i]) resume(i);

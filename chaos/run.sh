@@ -14,10 +14,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source tools/deps.sh
 
+# The test packages include redis-server, and nftables and iproute2 for the partitions.
 redlock_ensure_packages $REDLOCK_PACKAGES_BUILD $REDLOCK_PACKAGES_TEST
-# Without these the partition and reply-loss scenarios are skipped (the runner says so).
-redlock_ensure_packages nftables iproute2 ||
-  echo "== nftables/iproute2 could not be installed: network scenarios will be skipped" >&2
 
 args=("$@")
 [ ${#args[@]} -eq 0 ] && args=(--all)
