@@ -187,8 +187,7 @@ void Control::send(const std::string& command) { child_->send(command); }
 
 std::string Control::reply(Ms limit) {
   auto line = child_->read_line(limit);
-  last = line ? *line : std::string();
-  return last;
+  return line ? *line : std::string();
 }
 
 // ---------------------------------------------------------------------------------------------

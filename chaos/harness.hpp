@@ -66,8 +66,8 @@ struct WorkerSpec {
 // A process the runner started.
 class Child {
  public:
-  // `stdin_pipe`: keep a pipe to its stdin; `stdout_pipe`: read its stdout through a pipe (else
-  // stdout and stderr go to `log_path`).
+  // Its stderr goes to `log_path`; its stdout too, unless `pipes`: then the runner writes to its
+  // stdin and reads its stdout (a control worker).
   Child(const std::vector<std::string>& argv, const std::string& log_path, bool pipes);
   ~Child();  // SIGKILL if still running, then reaped
   Child(const Child&) = delete;
@@ -104,11 +104,10 @@ class Control {
       : child_(std::move(child)), id_(std::move(id)) {}
   const std::string& id() const { return id_; }
   Child& child() { return *child_; }
-  // Sends a command and waits for its answer ("" after `limit`, which the run reports).
+  // Sends a command and waits for its answer ("" when none came within `limit`).
   std::string call(const std::string& command, Ms limit = Ms(5000));
   void send(const std::string& command);   // no wait...
   std::string reply(Ms limit = Ms(5000));  // ...for the answer later
-  std::string last;                        // the last answer
 
  private:
   std::unique_ptr<Child> child_;
