@@ -15,6 +15,7 @@
 #include <set>
 #include <thread>
 
+#include "fake_server.hpp"
 #include "intervals.hpp"
 #include "redis_server.hpp"
 #include "redlock/redlock.hpp"
@@ -168,50 +169,15 @@ TEST(Safety, EveryAttemptHasAFreshTokenAndCleansUpOnlyItsOwn) {
   EXPECT_EQ(std::set<std::string>(cleaned.begin(), cleaned.end()), failed);
 }
 
-// A server that accepts connections and closes them at once (a crashing node, `maxclients`).
-class ClosingServer {
- public:
-  ClosingServer() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-        ::listen(fd_, 128) != 0 ||
-        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
-      throw std::runtime_error("cannot listen");
-    port_ = ntohs(addr.sin_port);
-    thread_ = std::thread([this] {
-      while (!stop_) {
-        pollfd p{fd_, POLLIN, 0};
-        if (::poll(&p, 1, 20) <= 0) continue;
-        int c = ::accept(fd_, nullptr, nullptr);
-        if (c < 0) continue;
-        ::close(c);  // an orderly close, before reading anything
-      }
-    });
-  }
-  ~ClosingServer() {
-    stop_ = true;
-    thread_.join();
-    ::close(fd_);
-  }
-  std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
-
- private:
-  int fd_ = -1;
-  std::uint16_t port_ = 0;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-};
-
 // Defect: a node closing a connection while the library wrote to it killed the host process
 // with SIGPIPE. The host (a program of its own) keeps SIGPIPE's default disposition, as most
 // programs do, and hammers two real nodes and three that reset every connection.
 TEST(Safety, ASocketClosedUnderAWriteNeverKillsTheHost) {
   RedisCluster cluster(2);
-  ClosingServer closing[3];
+  // Three nodes that accept connections and close them at once (a crashing node, `maxclients`).
+  test::FakeServer closing[3] = {test::FakeServer(test::FakeServer::Mode::close_at_once),
+                                 test::FakeServer(test::FakeServer::Mode::close_at_once),
+                                 test::FakeServer(test::FakeServer::Mode::close_at_once)};
   std::string nodes = cluster.node_list();
   for (auto& c : closing) nodes += "," + c.url();
   test::Process host({REDLOCK_FAULTY_HOST_PATH, nodes, "1500"});
