@@ -2,11 +2,13 @@
 -- grant. All keys or none.
 -- Returns {1, fence} when granted: with fencing, the highest of the keys' fence counters after
 -- incrementing each (<key>:fence, no ttl); without, 0.
--- Returns {0, pttl, holder} when another token holds one of the keys: its remaining ttl and a
--- name for that holder (a digest of its token, never the token itself).
+-- Returns {0, pttl, holder} when a token holds one of the keys: its remaining ttl and a name for
+-- that holder (a digest of its token, never the token itself). Our own token counts too: every
+-- attempt has a fresh token, so finding it here means this server was already asked in this
+-- attempt under another address (one server listed twice), and it must not vote twice.
 for _, key in ipairs(KEYS) do
   local holder = redis.call('GET', key)
-  if holder and holder ~= ARGV[1] then
+  if holder then
     return {0, redis.call('PTTL', key), string.sub(redis.sha1hex(holder), 1, 16)}
   end
 end

@@ -318,6 +318,20 @@ TEST(Safety, AnExtendWhoseQuorumArrivesAfterItsWindowGrantsNothing) {
   EXPECT_EQ(r.lock.valid_until, deadline);
 }
 
+// One server listed twice under two spellings must not vote twice: with a fresh token for every
+// attempt, a grant that finds its own token already there can only be such an alias.
+TEST(Safety, OneServerListedTwiceVotesOnce) {
+  RedisCluster cluster(2);
+  cluster[1].command({"SET", "redlock:res", "foreign", "PX", "30000"});
+  std::string p = std::to_string(cluster[0].port());
+  Config config = Config::from_node_list("redis://127.0.0.1:" + p + ",redis://localhost:" + p +
+                                         "," + cluster[1].url());
+  config.request_timeout = 500ms;
+  Client a(config);
+  auto r = a.try_acquire("res", 5000ms);
+  EXPECT_EQ(r.error, Errc::not_acquired) << "one server made a quorum of two: " << r.message();
+}
+
 // Many independent clients (as separate processes would be) contend for one resource; every
 // critical section is recorded, and no two claimed intervals may overlap. A short hold inside
 // makes an overlap, if the lock ever allowed one, visible both as intervals and as lost updates.
