@@ -133,19 +133,7 @@ void Child::kill_now() {
 
 bool Child::send(const std::string& line) {
   if (in_ < 0) return false;
-  std::string l = line + "\n";
-  const char* p = l.data();
-  std::size_t left = l.size();
-  while (left > 0) {
-    ssize_t n = ::write(in_, p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    p += n;
-    left -= static_cast<std::size_t>(n);
-  }
-  return true;
+  return write_all(in_, line + "\n");
 }
 
 std::optional<std::string> Child::read_line(Ms limit) {

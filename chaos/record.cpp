@@ -94,10 +94,11 @@ std::vector<Record> read_records(const std::string& path) {
   return records;
 }
 
-bool append_record(int fd, const Record& record) {
-  auto line = record.to_line();
-  const char* p = line.data();
-  std::size_t left = line.size();
+bool append_record(int fd, const Record& record) { return write_all(fd, record.to_line()); }
+
+bool write_all(int fd, std::string_view bytes) {
+  const char* p = bytes.data();
+  std::size_t left = bytes.size();
   while (left > 0) {
     ssize_t n = ::write(fd, p, left);
     if (n < 0) {

@@ -50,4 +50,7 @@ std::vector<Record> read_records(const std::string& path);
 // may share a file. Returns false on failure.
 bool append_record(int fd, const Record& record);
 
+// Writes all of `bytes` to `fd`, retrying short writes and EINTR. False on failure.
+bool write_all(int fd, std::string_view bytes);
+
 }  // namespace redlock::chaos
