@@ -1,12 +1,13 @@
 # Sourced by the scripts in tools/: installs what is missing from Debian 12's packages.
 # `apt-get update` runs at most once, and only when something is missing.
 
-REDLOCK_PACKAGES_BUILD="g++ cmake ninja-build libhiredis-dev libuv1-dev libcli11-dev"
+REDLOCK_PACKAGES_BUILD="g++ cmake ninja-build libhiredis-dev libuv1-dev libcli11-dev libssl-dev"
 # Tests: GoogleTest, real redis-server processes, clang for the sanitizers, python3 for the
 # mutation check (tools/mutants.py), python3-yaml for the docker-compose check, pkgconf for
 # the pkg-config consumer, nftables and
-# iproute2 for the chaos suite's partitions.
-REDLOCK_PACKAGES_TEST="libgtest-dev libgmock-dev libbenchmark-dev redis-server redis-tools clang python3 python3-yaml pkgconf nftables iproute2"
+# iproute2 for the chaos suite's partitions, openssl to make the TLS tests' certificates,
+# doxygen for the API reference check.
+REDLOCK_PACKAGES_TEST="libgtest-dev libgmock-dev libbenchmark-dev redis-server redis-tools clang python3 python3-yaml pkgconf nftables iproute2 openssl doxygen"
 # Benchmarks: gnuplot draws the chart, python3 writes the report, iproute2 gives `ss`.
 REDLOCK_PACKAGES_BENCH="gnuplot-nox python3 iproute2"
 

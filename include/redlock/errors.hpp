@@ -13,38 +13,42 @@
 namespace redlock {
 
 // X(name, message)
-#define REDLOCK_ERRC_MAP(X)                                                         \
-  /* outcomes of lock operations */                                                 \
-  X(not_acquired, "lock is held by another owner")                                  \
-  X(not_held, "lock is not held by this token (expired or taken by another owner)") \
-  X(no_quorum, "too few nodes answered for a quorum")                               \
-  X(validity_expired, "quorum reached after the validity window closed")            \
-  X(lock_lost, "lock lost: its validity ended or a quorum no longer holds it")      \
-  X(cancelled, "operation cancelled")                                               \
-  X(shutting_down, "client is shutting down")                                       \
-  X(would_deadlock, "blocking call made from the client's own loop thread")         \
-  X(not_owner, "lock is not owned by the calling thread")                           \
-  /* caller and configuration errors */                                             \
-  X(invalid_argument, "invalid argument")                                           \
-  X(invalid_config, "invalid configuration")                                        \
-  /* node-level failures */                                                         \
-  X(not_connected, "node is not connected")                                         \
-  X(connect_failed, "connection to node failed")                                    \
-  X(connect_timeout, "connection to node timed out")                                \
-  X(request_timeout, "request to node timed out")                                   \
-  X(connection_lost, "connection to node lost")                                     \
-  X(protocol_error, "unexpected reply from node")                                   \
-  /* Redis error replies */                                                         \
-  X(redis_wrongtype, "WRONGTYPE: key holds a value of another type")                \
-  X(redis_oom, "OOM: node is out of memory")                                        \
-  X(redis_readonly, "READONLY: node is a read-only replica")                        \
-  X(redis_noperm, "NOPERM: user lacks permission")                                  \
-  X(redis_noauth, "NOAUTH: node requires authentication")                           \
-  X(redis_auth_failed, "authentication failed (wrong user or password)")            \
-  X(redis_loading, "LOADING: node is loading its dataset")                          \
-  X(redis_busy, "BUSY: node is running a long script")                              \
-  X(redis_noscript, "NOSCRIPT: script not cached on node")                          \
-  X(redis_masterdown, "MASTERDOWN: replica lost its master")                        \
+#define REDLOCK_ERRC_MAP(X)                                                              \
+  /* outcomes of lock operations */                                                      \
+  X(not_acquired, "lock is held by another owner")                                       \
+  X(not_held, "lock is not held by this token (expired or taken by another owner)")      \
+  X(no_quorum, "too few nodes answered for a quorum")                                    \
+  X(validity_expired, "quorum reached after the validity window closed")                 \
+  X(lock_lost, "lock lost: its validity ended or a quorum no longer holds it")           \
+  X(cancelled, "operation cancelled")                                                    \
+  X(shutting_down, "client is shutting down")                                            \
+  X(would_deadlock, "blocking call made from the client's own loop thread")              \
+  X(not_owner, "lock is not owned by the calling thread")                                \
+  /* caller and configuration errors */                                                  \
+  X(invalid_argument, "invalid argument")                                                \
+  X(invalid_config, "invalid configuration")                                             \
+  /* node-level failures */                                                              \
+  X(not_connected, "node is not connected")                                              \
+  X(connect_failed, "connection to node failed")                                         \
+  X(connect_timeout, "connection to node timed out")                                     \
+  X(request_timeout, "request to node timed out")                                        \
+  X(connection_lost, "connection to node lost")                                          \
+  X(protocol_error, "unexpected reply from node")                                        \
+  /* restart safeguards, checked when a node connects */                                 \
+  X(node_not_master, "node is a replica or a Cluster node, not an independent master")   \
+  X(duplicate_node, "node is the same Redis server as another listed node")              \
+  X(node_restarting, "node restarted less than the largest lease ago: not eligible yet") \
+  /* Redis error replies */                                                              \
+  X(redis_wrongtype, "WRONGTYPE: key holds a value of another type")                     \
+  X(redis_oom, "OOM: node is out of memory")                                             \
+  X(redis_readonly, "READONLY: node is a read-only replica")                             \
+  X(redis_noperm, "NOPERM: user lacks permission")                                       \
+  X(redis_noauth, "NOAUTH: node requires authentication")                                \
+  X(redis_auth_failed, "authentication failed (wrong user or password)")                 \
+  X(redis_loading, "LOADING: node is loading its dataset")                               \
+  X(redis_busy, "BUSY: node is running a long script")                                   \
+  X(redis_noscript, "NOSCRIPT: script not cached on node")                               \
+  X(redis_masterdown, "MASTERDOWN: replica lost its master")                             \
   X(redis_error, "Redis error reply")
 
 enum class Errc : int {
