@@ -1,0 +1,1 @@
+// bad_input tests: being written.

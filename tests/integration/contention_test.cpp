@@ -1,0 +1,1 @@
+// contention tests: being written.

@@ -1,0 +1,1 @@
+// error_matrix tests: being written.

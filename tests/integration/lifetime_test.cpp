@@ -1,0 +1,1 @@
+// lifetime tests: being written.

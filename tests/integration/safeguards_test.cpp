@@ -1,0 +1,1 @@
+// safeguards tests: being written.
