@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -52,6 +53,24 @@ struct Config {
   Milliseconds watchdog_lease{30'000};
   // Every Redis key and channel of this client starts with this prefix.
   std::string key_prefix = "redlock:";
+
+  // Restart safeguards, checked on every new connection to a node (docs/operations.md).
+  // Refuse a node that is a replica or a Redis Cluster node (Errc::node_not_master): Redlock
+  // needs independent masters.
+  bool check_role = true;
+  // Refuse a node that is the same server (same run_id) as another listed node, under another
+  // address (Errc::duplicate_node): it would vote twice.
+  bool check_duplicates = true;
+  // Warn when a node cannot keep a lock across a crash: no AOF, or appendfsync not `always`.
+  bool check_persistence = true;
+  // Delayed restarts, enforced by the client: while a node's uptime is below the largest lease
+  // in use (the larger of this, ttl and watchdog_lease), the node is not eligible: its commands
+  // fail at once with Errc::node_restarting and count as "no". Set it to the largest ttl that
+  // any client of these nodes uses. 0 (the default): off.
+  Milliseconds restart_guard{0};
+  // Receives each warning (a sentence naming the node), once per node and cause. Empty: the
+  // warning is written to standard error. Called on the client's loop thread.
+  std::function<void(const std::string& warning)> on_warning;
 
   // Parses a comma-separated node list; other options keep their defaults.
   // Throws redlock::Error (Errc::invalid_config) naming the bad part.
