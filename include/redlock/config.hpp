@@ -1,4 +1,5 @@
-// Configuration: the node list and the options of the algorithm.
+/// \file
+/// \brief Configuration: the node list and the options of the algorithm.
 #pragma once
 
 #include <chrono>
@@ -11,14 +12,15 @@
 
 namespace redlock {
 
+/// Every duration of the API: ttls, leases, waits, timeouts.
 using Milliseconds = std::chrono::milliseconds;
 
-// The longest duration the library times: 2^40 ms, about 34.8 years. A ttl, lease or timeout
-// above it is refused (Errc::invalid_argument / invalid_config); a wait above it waits without
-// end. Clock arithmetic in nanoseconds can then never overflow.
+/// The longest duration the library times: 2^40 ms, about 34.8 years. A ttl, lease or timeout
+/// above it is refused (Errc::invalid_argument / invalid_config); a wait above it waits without
+/// end. Clock arithmetic in nanoseconds can then never overflow.
 inline constexpr Milliseconds longest_duration{1LL << 40};
 
-// One independent Redis master, from `redis://[user:password@]host:port[/db]`.
+/// \brief One independent Redis master, from `redis://[user:password@]host:port[/db]`.
 struct NodeAddress {
   std::string host;  // a name, an IPv4 address, or an IPv6 address without brackets
   std::uint16_t port = 0;
@@ -26,69 +28,88 @@ struct NodeAddress {
   std::string user;      // empty: AUTH with the password only (or no AUTH)
   std::string password;  // empty: no AUTH
 
-  // "host:port" or "host:port/db"; never shows credentials.
+  /// \return "host:port" or "host:port/db"; never the credentials.
   std::string to_string() const;
 };
 
 struct Config {
+  /// The N independent masters; the quorum is N/2 + 1.
   std::vector<NodeAddress> nodes;
 
-  // Lease of a lock when an operation is given none.
+  /// Lease of a lock when an operation is given none.
   Milliseconds ttl{10'000};
-  // acquire() without a wait deadline makes 1 + retry_count attempts,
-  // retry_delay + uniform[0, retry_jitter] apart.
+  /// acquire() without a wait deadline makes 1 + retry_count attempts,
+  /// retry_delay + uniform[0, retry_jitter] apart. With a wait, more than retry_count
+  /// consecutive attempts without a quorum of reachable nodes end it (Errc::no_quorum).
   int retry_count = 3;
+  /// Pause between attempts (see retry_count).
   Milliseconds retry_delay{200};
+  /// Random extra pause, uniform in [0, retry_jitter].
   Milliseconds retry_jitter{100};
-  // Clock drift allowance: validity = ttl - (ttl * drift_factor + 2 ms).
+  /// Clock drift allowance: validity = ttl - (ttl * drift_factor + 2 ms). In [0, 1).
   double drift_factor = 0.01;
-  // Per node: how long a connection attempt and a single request may take.
+  /// Per node: how long resolving, connecting and the handshake (AUTH, SELECT) may take.
   Milliseconds connect_timeout{1'000};
+  /// Per node: how long a single request may take; must be below the ttl.
   Milliseconds request_timeout{200};
-  // Reconnect back-off after a failed or lost connection: doubles from min to max, with jitter.
+  /// Reconnect back-off after a failed or lost connection: doubles from min to max, with jitter.
   Milliseconds reconnect_min{50};
+  /// Upper bound of the reconnect back-off.
   Milliseconds reconnect_max{2'000};
-  // Lease of a lock taken by Client::hold() or a Mutex without a ttl: it is renewed every
-  // watchdog_lease / 3 for as long as it is held.
+  /// Lease of a lock taken by Client::hold() or a Mutex without a ttl: it is renewed every
+  /// watchdog_lease / 3 for as long as it is held.
   Milliseconds watchdog_lease{30'000};
-  // Every Redis key and channel of this client starts with this prefix.
+  /// Every Redis key and channel of this client starts with this prefix.
   std::string key_prefix = "redlock:";
 
-  // Restart safeguards, checked on every new connection to a node (docs/operations.md).
-  // Refuse a node that is a replica or a Redis Cluster node (Errc::node_not_master): Redlock
-  // needs independent masters.
+  /// Restart safeguards, checked on every new connection to a node (docs/operations.md).
+  /// Refuse a node that is a replica or a Redis Cluster node (Errc::node_not_master): Redlock
+  /// needs independent masters.
   bool check_role = true;
-  // Refuse a node that is the same server (same run_id) as another listed node, under another
-  // address (Errc::duplicate_node): it would vote twice.
+  /// Refuse a node that is the same server (same run_id) as another listed node, under another
+  /// address (Errc::duplicate_node): it would vote twice.
   bool check_duplicates = true;
-  // Warn when a node cannot keep a lock across a crash: no AOF, or appendfsync not `always`.
+  /// Warn when a node cannot keep a lock across a crash: no AOF, or appendfsync not `always`.
   bool check_persistence = true;
-  // Delayed restarts, enforced by the client: while a node's uptime is below the largest lease
-  // in use (the larger of this, ttl and watchdog_lease), the node is not eligible: its commands
-  // fail at once with Errc::node_restarting and count as "no". Set it to the largest ttl that
-  // any client of these nodes uses. 0 (the default): off.
+  /// Delayed restarts, enforced by the client: while a node's uptime is below the largest lease
+  /// in use (the larger of this, ttl and watchdog_lease), the node is not eligible: its commands
+  /// fail at once with Errc::node_restarting and count as "no". Set it to the largest ttl that
+  /// any client of these nodes uses. 0 (the default): off.
   Milliseconds restart_guard{0};
-  // Receives each warning (a sentence naming the node), once per node and cause. Empty: the
-  // warning is written to standard error. Called on the client's loop thread.
+  /// Receives each warning (a sentence naming the node), once per node and cause. Empty: the
+  /// warning is written to standard error. Called on the client's loop thread.
   std::function<void(const std::string& warning)> on_warning;
 
-  // Parses a comma-separated node list; other options keep their defaults.
-  // Throws redlock::Error (Errc::invalid_config) naming the bad part.
+  /// \brief Parses a comma-separated node list; other options keep their defaults.
+  /// \param list Entries as parse_node_list() takes them.
+  /// \return A configuration with those nodes.
+  /// \throws redlock::Error (Errc::invalid_config) naming the bad part.
   static Config from_node_list(std::string_view list);
-  // The same from the REDLOCK_NODES environment variable.
+  /// \brief The same from the REDLOCK_NODES environment variable.
+  /// \return A configuration with those nodes.
+  /// \throws redlock::Error (Errc::invalid_config) when it is unset or bad.
   static Config from_env();
 };
 
-// Parses `redis://[user:password@]host:port[/db]` entries separated by commas.
-// On failure returns Errc::invalid_config and sets `message` to a sentence naming the bad part;
-// `out` is then unspecified.
+/// \brief Parses `redis://[user:password@]host:port[/db]` entries (`rediss://` for TLS)
+/// separated by commas.
+/// \param list The node list.
+/// \param[out] out The nodes, in list order; unspecified on failure.
+/// \param[out] message On failure, a sentence naming the bad part (never a password).
+/// \return Empty, or Errc::invalid_config.
 [[nodiscard]] std::error_code parse_node_list(std::string_view list, std::vector<NodeAddress>& out,
                                               std::string& message);
 
-// Checks the whole configuration; same contract as parse_node_list.
+/// \brief Checks the whole configuration: what Client's constructor refuses.
+/// \param config The configuration.
+/// \param[out] message On failure, a sentence naming the bad part (never a password).
+/// \return Empty, or Errc::invalid_config.
 [[nodiscard]] std::error_code validate(const Config& config, std::string& message);
 
-// The clock drift allowance for a lease: ttl * drift_factor + 2 ms (rounded up to microseconds).
+/// \brief The clock drift allowance for a lease.
+/// \param ttl The lease.
+/// \param drift_factor Config::drift_factor.
+/// \return ttl * drift_factor + 2 ms, rounded up to microseconds.
 std::chrono::microseconds drift_allowance(Milliseconds ttl, double drift_factor);
 
 }  // namespace redlock

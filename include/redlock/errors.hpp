@@ -1,8 +1,9 @@
-// Error codes of redlock-cpp: one enum, one std::error_category.
-//
-// Contention is not an error in the exceptional sense: a refused acquire is an
-// ordinary outcome whose code is Errc::not_acquired. Codes are generated from
-// one X-macro list so that the enum, the names and the messages never drift.
+/// \file
+/// \brief Error codes of redlock-cpp: one enum, one std::error_category.
+///
+/// Contention is not an error in the exceptional sense: a refused acquire is an
+/// ordinary outcome whose code is Errc::not_acquired. Codes are generated from
+/// one X-macro list so that the enum, the names and the messages never drift.
 #pragma once
 
 #include <stdexcept>
@@ -12,7 +13,10 @@
 
 namespace redlock {
 
-// X(name, message)
+/// \brief The X-macro list of every error code, `X(name, message)`, in the order of their values.
+///
+/// It generates Errc, errc_name() and the category's messages. Each code is explained (cause,
+/// what to do, whether to retry) in docs/errors.md, under a heading of its name.
 #define REDLOCK_ERRC_MAP(X)                                                              \
   /* outcomes of lock operations */                                                      \
   X(not_acquired, "lock is held by another owner")                                       \
@@ -51,30 +55,46 @@ namespace redlock {
   X(redis_masterdown, "MASTERDOWN: replica lost its master")                             \
   X(redis_error, "Redis error reply")
 
+/// \brief Every error of redlock-cpp, as a std::error_code of error_category().
+///
+/// The enumerators are the names in REDLOCK_ERRC_MAP, numbered from 1 in its order; see
+/// docs/errors.md for each one. Compare a code with an enumerator:
+/// `result.error == redlock::Errc::not_acquired`.
 enum class Errc : int {
 // 0 is success in std::error_code; codes start at 1.
 #define REDLOCK_ERRC_ENUM(name, msg) name,
-  ok_ = 0,
+  ok_ = 0,  ///< Not an error: the value of an empty std::error_code.
   REDLOCK_ERRC_MAP(REDLOCK_ERRC_ENUM)
 #undef REDLOCK_ERRC_ENUM
 };
 
+/// \brief The category of every Errc, named "redlock".
+/// \return The one instance, valid for the whole program.
 const std::error_category& error_category() noexcept;
 
+/// \brief Makes Errc usable as a std::error_code (found by argument-dependent lookup).
+/// \param e The code.
+/// \return `e` in error_category().
 inline std::error_code make_error_code(Errc e) noexcept {
   return {static_cast<int>(e), error_category()};
 }
 
-// The enumerator's name ("not_acquired"), or "unknown".
+/// \brief The enumerator's name, as used for the headings of docs/errors.md.
+/// \param e The code.
+/// \return "not_acquired" for Errc::not_acquired, "ok" for Errc::ok_, or "unknown".
 const char* errc_name(Errc e) noexcept;
 
-// True for codes that come from a Redis error reply.
+/// \brief Whether a code comes from a Redis error reply (`Errc::redis_*`).
+/// \param ec Any error code.
+/// \return True for the codes of this category that stand for a Redis error reply.
 bool is_redis_reply_error(std::error_code ec) noexcept;
 
-// Thrown only by the convenience calls that say so (Result::value(),
-// Config::from_node_list). Carries the code and a message naming the bad part.
+/// \brief Thrown only by the calls that say so (Config::from_node_list, Config::from_env,
+/// Client::Client, Mutex::lock). Carries the code and a message naming the bad part.
 class Error : public std::system_error {
  public:
+  /// \param ec The code, usually an Errc.
+  /// \param what A sentence naming the bad part; never a password.
   Error(std::error_code ec, const std::string& what) : std::system_error(ec, what) {}
 };
 

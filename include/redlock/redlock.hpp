@@ -1,4 +1,6 @@
-// redlock-cpp: the Redlock distributed lock over N independent Redis masters.
+/// \file
+/// \brief redlock-cpp: the Redlock distributed lock over N independent Redis masters. Includes
+/// the whole public API.
 #pragma once
 
 #include "redlock/client.hpp"
@@ -7,3 +9,7 @@
 #include "redlock/held_lock.hpp"
 #include "redlock/lock.hpp"
 #include "redlock/mutex.hpp"
+
+/// \namespace redlock
+/// \brief The whole public API of redlock-cpp: Client, Config, Lock and its results,
+/// HeldLock, Mutex, and the error codes Errc.
