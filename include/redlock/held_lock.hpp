@@ -99,11 +99,13 @@ class HeldLock {
   std::uint64_t fencing_token() const noexcept;
 
   /// Stops renewal for good and runs compare-and-delete on every node. Blocking (not from a
-  /// callback). When it fails while some node could not answer (Vote::failed or pending: down,
-  /// paused, timed out), our key may remain there until its ttl: the lock then stays held() (no
-  /// longer renewed, never valid() again, lost() with Errc::not_held) and release() may be
-  /// called again, as the destructor does once. Otherwise it is final: a further call returns
-  /// Errc::not_held without a round trip. Once the client is gone: Errc::shutting_down.
+  /// callback). When it fails while some node could not run it (Vote::failed: down, paused,
+  /// timed out), our key may remain there until its ttl: the lock then stays held() (no longer
+  /// renewed, never valid() again, lost() with Errc::not_held) and release() may be called
+  /// again, as the destructor does once: `while (lock.held()) lock.release();` with a pause
+  /// between tries. Each try reports its own votes (a node whose key an earlier try deleted
+  /// says no). Otherwise it is final: a further call returns Errc::not_held without a round
+  /// trip. Once the client is gone: Errc::shutting_down.
   /// \return The votes; Errc::not_held, Errc::no_quorum, Errc::would_deadlock or
   /// Errc::shutting_down on failure.
   ReleaseResult release();

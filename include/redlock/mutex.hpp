@@ -15,6 +15,11 @@
 
 namespace redlock {
 
+namespace detail {
+struct MutexTable;
+}  // namespace detail
+
+/// \brief Options of a Mutex.
 struct MutexOptions {
   /// Lease of each hold; unset: Config::watchdog_lease, renewed for as long as it is held.
   std::optional<Milliseconds> lease;
@@ -105,7 +110,7 @@ class Mutex {
   bool lock_within(Milliseconds wait, bool throws);
   void report(std::error_code ec, const std::string& what) noexcept;
 
-  Client& client_;
+  std::shared_ptr<detail::MutexTable> table_;  // shared with the client; outlives it if need be
   std::string resource_;
   MutexOptions options_;
   mutable std::mutex error_mutex_;

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "client_impl.hpp"
+#include "tls.hpp"
 
 namespace redlock {
 namespace {
@@ -12,6 +13,7 @@ namespace {
 Config validated(Config config) {
   std::string message;
   if (auto ec = validate(config, message)) throw Error(ec, message);
+  if (auto ec = detail::check_tls_config(config, message)) throw Error(ec, message);  // rediss://
   return config;
 }
 
@@ -57,7 +59,8 @@ Result invalid(std::string detail) {
 Client::Impl::Impl(Config config)
     : config_(validated(std::move(config))),
       coordinator_(loop_.get(), config_),
-      link_(std::make_shared<detail::ClientLink>()) {
+      link_(std::make_shared<detail::ClientLink>()),
+      mutexes_(std::make_shared<detail::MutexTable>(link_)) {
   link_->impl = this;
   coordinator_.set_poster(
       [link = std::weak_ptr<detail::ClientLink>(link_)](std::function<void()> task) {

@@ -1,4 +1,5 @@
-// Client::Impl: shared by the client and the handles (HeldLock, Mutex) that reach back to it.
+// Client::Impl: shared by the client and the handles (HeldLock, Mutex) that reach back to it
+// through a ClientLink, which tells them when the client is gone.
 #pragma once
 
 #include <cassert>
@@ -15,6 +16,27 @@
 #include "redlock/client.hpp"
 
 namespace redlock {
+
+namespace detail {
+
+// What the Mutex objects of one client share: the re-entry count of each resource (owner
+// thread, depth, the hold itself) and the way back to the client. Held by the client and by
+// each Mutex, so that a Mutex used after its client was destroyed finds this table and a dead
+// link (every call then fails with Errc::shutting_down), never freed memory.
+struct MutexTable {
+  explicit MutexTable(std::weak_ptr<ClientLink> client) : link(std::move(client)) {}
+
+  struct Held {
+    std::thread::id owner;
+    int depth = 0;
+    HeldLock lock;
+  };
+  const std::weak_ptr<ClientLink> link;
+  std::mutex mutex;
+  std::unordered_map<std::string, Held> held;  // guarded by mutex
+};
+
+}  // namespace detail
 
 // Members are declared in destruction-safe order: the coordinator (nodes, timers) goes after
 // the loop has been stopped in ~Impl; the loop next; the configuration, which nodes refer to,
@@ -52,19 +74,26 @@ class Client::Impl {
   detail::EventLoop loop_;
   detail::Coordinator coordinator_;
   std::shared_ptr<detail::ClientLink> link_;
-
-  // Re-entry counts of Mutex, per resource: owner thread and depth.
-  struct Held {
-    std::thread::id owner;
-    int depth = 0;
-    HeldLock lock;
-  };
-  std::mutex held_mutex_;
-  std::unordered_map<std::string, Held> held_;  // guarded by held_mutex_
+  // Shared with every Mutex of this client, which may outlive it. Destroyed first: the holds
+  // it may still keep then find the client gone (link_->impl is null) and only let go.
+  std::shared_ptr<detail::MutexTable> mutexes_;
 };
 
 // Runs `task` on the loop of the client behind `link`; false when that client is gone.
 bool post_via(const std::weak_ptr<detail::ClientLink>& link,
               std::function<void(Client::Impl&)> task);
+
+// Runs `f(impl)` on this thread while the client behind `link` cannot begin its destruction
+// (its link is locked: keep `f` short, never block in it); false, without calling `f`, when
+// that client is gone or going.
+template <typename F>
+bool with_client(const std::weak_ptr<detail::ClientLink>& link, F&& f) {
+  auto l = link.lock();
+  if (!l) return false;
+  std::lock_guard<std::mutex> lock(l->mutex);
+  if (l->impl == nullptr) return false;
+  f(*l->impl);
+  return true;
+}
 
 }  // namespace redlock

@@ -40,6 +40,29 @@ std::error_code LostFlag::reason() const noexcept {
   return {};
 }
 
+namespace {
+
+// A release that failed while some node could not run it (down, paused, timed out) may have
+// left our key there until its ttl: the caller may try again. Otherwise it is final: a node
+// that said no does not hold our token, and one that has not answered yet has the command.
+bool may_retry(const ReleaseResult& r) {
+  if (r.ok()) return false;
+  for (const auto& v : r.votes.nodes)
+    if (v.vote == Vote::failed) return true;
+  return false;
+}
+
+// Loop thread, after such a failed release: the lease stays unwatched (no renewal) and no
+// longer valid, but held() again, so that release() and the destructor send it once more.
+void reopen_for_retry(detail::Lease& lease) {
+  int none = 0;
+  lease.lost_code.compare_exchange_strong(none, static_cast<int>(Errc::not_held),
+                                          std::memory_order_acq_rel);
+  lease.released.store(false);
+}
+
+}  // namespace
+
 HeldLock& HeldLock::operator=(HeldLock&& other) noexcept {
   if (this != &other) {
     HeldLock old(std::move(*this));  // released by its destructor
@@ -93,8 +116,10 @@ ReleaseResult HeldLock::release() {
   auto promise = std::make_shared<std::promise<ReleaseResult>>();
   auto future = promise->get_future();
   bool posted = post_via(lease->link, [lease, promise](Client::Impl& impl) {
-    impl.coordinator_.release_lease(
-        lease, [promise](ReleaseResult rr) { promise->set_value(std::move(rr)); });
+    impl.coordinator_.release_lease(lease, [lease, promise](ReleaseResult rr) {
+      if (may_retry(rr)) reopen_for_retry(*lease);
+      promise->set_value(std::move(rr));
+    });
   });
   if (!posted) {
     lease->released = true;

@@ -6,6 +6,18 @@
 #include <cstdio>
 
 namespace redlock::detail {
+namespace {
+
+std::atomic<std::size_t> open_at_close{0};
+
+void report_handle(uv_handle_t* handle, void*) {
+  std::fprintf(stderr, "redlock:   open handle: %s%s%s\n", uv_handle_type_name(handle->type),
+               uv_is_active(handle) ? ", active" : "", uv_is_closing(handle) ? ", closing" : "");
+}
+
+}  // namespace
+
+std::size_t loops_closed_with_open_handles() noexcept { return open_at_close.load(); }
 
 EventLoop::EventLoop() {
   uv_loop_init(&loop_);  // loop_.data stays free: the transport layer keeps its write queue there
@@ -72,7 +84,7 @@ int EventLoop::stop(Task last) {
     if (last) last();
     uv_close(reinterpret_cast<uv_handle_t*>(&async_), nullptr);
     uv_run(&loop_, UV_RUN_DEFAULT);
-    return uv_loop_close(&loop_);
+    return close_loop();
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -81,8 +93,17 @@ int EventLoop::stop(Task last) {
   }
   uv_async_send(&async_);
   thread_.join();
+  return close_loop();
+}
+
+int EventLoop::close_loop() {
   int rc = uv_loop_close(&loop_);
-  if (rc != 0) std::fprintf(stderr, "redlock: event loop closed with open handles\n");
+  if (rc != 0) {
+    // A handle outlived the loop's owner: name each one, so the leak can be found.
+    std::fprintf(stderr, "redlock: event loop closed with open handles (%s)\n", uv_strerror(rc));
+    uv_walk(&loop_, report_handle, nullptr);
+    open_at_close.fetch_add(1);
+  }
   return rc;
 }
 

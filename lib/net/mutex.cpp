@@ -1,27 +1,63 @@
-// Mutex: a reentrant, std-compatible lock over HeldLock, with re-entry counted in the client.
+// Mutex: a reentrant, std-compatible lock over HeldLock, with re-entry counted in a table that
+// the client shares with its Mutex objects (they may outlive it).
 #include "redlock/mutex.hpp"
 
 #include <cstdio>
+#include <future>
 
 #include "client_impl.hpp"
 
 namespace redlock {
 
 Mutex::Mutex(Client& client, std::string resource, MutexOptions options)
-    : client_(client), resource_(std::move(resource)), options_(std::move(options)) {}
+    : table_(client.impl_->mutexes_),
+      resource_(std::move(resource)),
+      options_(std::move(options)) {}
+
+namespace {
+
+// Client::hold in its blocking form, reached through the client's link: the Mutex never
+// touches the Client object, which may be gone.
+HoldResult hold_via(const detail::MutexTable& table, AcquireRequest request, LostCallback on_lost) {
+  auto promise = std::make_shared<std::promise<HoldResult>>();
+  auto future = promise->get_future();
+  bool loop_thread = false;
+  bool alive = with_client(table.link, [&](Client::Impl& impl) {
+    if (impl.loop_.in_loop_thread()) {
+      loop_thread = true;
+      return;
+    }
+    // Only queued here: a client destroyed meanwhile ends it with Errc::shutting_down.
+    impl.hold_async(std::move(request), std::move(on_lost),
+                    [promise](HoldResult r) { promise->set_value(std::move(r)); });
+  });
+  HoldResult r;
+  if (!alive) {
+    r.error = make_error_code(Errc::shutting_down);
+    r.detail = "the client of this mutex is gone";
+  } else if (loop_thread) {
+    r.error = make_error_code(Errc::would_deadlock);
+    r.detail = "a blocking call was made from a callback; use the asynchronous form";
+  } else {
+    r = future.get();
+  }
+  return r;
+}
+
+}  // namespace
 
 bool Mutex::lock_within(Milliseconds wait, bool throws) {
-  auto& impl = *client_.impl_;
   const auto me = std::this_thread::get_id();
   {
-    std::lock_guard<std::mutex> guard(impl.held_mutex_);
-    auto it = impl.held_.find(resource_);
-    if (it != impl.held_.end() && it->second.owner == me) {
+    std::lock_guard<std::mutex> guard(table_->mutex);
+    auto it = table_->held.find(resource_);
+    if (it != table_->held.end() && it->second.owner == me) {
       if (!it->second.lock.valid()) {
-        if (throws)
-          throw Error(make_error_code(Errc::lock_lost),
-                      "'" + resource_ + "' is held by this thread but its lock was lost");
-        return false;
+        if (!throws) return false;
+        bool gone = it->second.lock.lost_flag().reason() == Errc::shutting_down;
+        throw Error(make_error_code(gone ? Errc::shutting_down : Errc::lock_lost),
+                    "'" + resource_ + "' is held by this thread but its lock was lost" +
+                        (gone ? " (the client stopped)" : ""));
       }
       ++it->second.depth;  // re-entry: no round trip
       return true;
@@ -32,7 +68,7 @@ bool Mutex::lock_within(Milliseconds wait, bool throws) {
   request.ttl = options_.lease;
   request.wait = wait;
   request.fencing = options_.fencing;
-  auto r = client_.hold(std::move(request), options_.on_lost);
+  auto r = hold_via(*table_, std::move(request), options_.on_lost);
   if (!r) {
     {
       std::lock_guard<std::mutex> guard(error_mutex_);
@@ -43,8 +79,8 @@ bool Mutex::lock_within(Milliseconds wait, bool throws) {
     if (!throws && (transient || r.error == Errc::cancelled)) return false;
     throw Error(r.error, "cannot lock '" + resource_ + "': " + r.message());
   }
-  std::lock_guard<std::mutex> guard(impl.held_mutex_);
-  auto& held = impl.held_[resource_];
+  std::lock_guard<std::mutex> guard(table_->mutex);
+  auto& held = table_->held[resource_];
   held.owner = me;
   held.depth = 1;
   held.lock = std::move(r.lock);
@@ -57,19 +93,18 @@ bool Mutex::try_lock() { return lock_within(Milliseconds(0), false); }
 
 void Mutex::unlock() noexcept {
   try {
-    auto& impl = *client_.impl_;
     HeldLock last;
     {
-      std::lock_guard<std::mutex> guard(impl.held_mutex_);
-      auto it = impl.held_.find(resource_);
-      if (it == impl.held_.end() || it->second.owner != std::this_thread::get_id()) {
+      std::lock_guard<std::mutex> guard(table_->mutex);
+      auto it = table_->held.find(resource_);
+      if (it == table_->held.end() || it->second.owner != std::this_thread::get_id()) {
         report(make_error_code(Errc::not_owner),
                "unlock of '" + resource_ + "' by a thread that does not hold it");
         return;
       }
       if (--it->second.depth > 0) return;
       last = std::move(it->second.lock);
-      impl.held_.erase(it);
+      table_->held.erase(it);
     }
     auto r = last.release();
     if (!r) report(r.error, "release of '" + resource_ + "': " + r.message());
@@ -96,38 +131,38 @@ void Mutex::report(std::error_code ec, const std::string& what) noexcept {
 
 namespace {
 template <typename F>
-auto with_entry(Client::Impl& impl, const std::string& resource, F f) {
-  std::lock_guard<std::mutex> guard(impl.held_mutex_);
-  auto it = impl.held_.find(resource);
-  bool mine = it != impl.held_.end() && it->second.owner == std::this_thread::get_id();
+auto with_entry(detail::MutexTable& table, const std::string& resource, F f) {
+  std::lock_guard<std::mutex> guard(table.mutex);
+  auto it = table.held.find(resource);
+  bool mine = it != table.held.end() && it->second.owner == std::this_thread::get_id();
   return f(mine ? &it->second : nullptr);
 }
 }  // namespace
 
 bool Mutex::owns() const {
-  return with_entry(*client_.impl_, resource_, [](auto* h) { return h != nullptr; });
+  return with_entry(*table_, resource_, [](auto* h) { return h != nullptr; });
 }
 
 bool Mutex::valid() const {
-  return with_entry(*client_.impl_, resource_, [](auto* h) { return h && h->lock.valid(); });
+  return with_entry(*table_, resource_, [](auto* h) { return h && h->lock.valid(); });
 }
 
 Clock::time_point Mutex::valid_until() const {
-  return with_entry(*client_.impl_, resource_,
+  return with_entry(*table_, resource_,
                     [](auto* h) { return h ? h->lock.valid_until() : Clock::time_point{}; });
 }
 
 LostFlag Mutex::lost_flag() const {
-  return with_entry(*client_.impl_, resource_,
+  return with_entry(*table_, resource_,
                     [](auto* h) { return h ? h->lock.lost_flag() : LostFlag(); });
 }
 
 int Mutex::depth() const {
-  return with_entry(*client_.impl_, resource_, [](auto* h) { return h ? h->depth : 0; });
+  return with_entry(*table_, resource_, [](auto* h) { return h ? h->depth : 0; });
 }
 
 std::uint64_t Mutex::fencing_token() const {
-  return with_entry(*client_.impl_, resource_,
+  return with_entry(*table_, resource_,
                     [](auto* h) { return h ? h->lock.fencing_token() : std::uint64_t{0}; });
 }
 
