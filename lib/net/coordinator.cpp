@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "../core/replies.hpp"
 #include "../core/token.hpp"
 #include "scripts.hpp"
 
@@ -15,37 +16,21 @@ namespace {
 using std::chrono::microseconds;
 using namespace std::chrono_literals;
 
-bool is_int(const redisReply* r) { return r != nullptr && r->type == REDIS_REPLY_INTEGER; }
-
-// {1} granted, {0, pttl, holder} held by another token.
+// The fan-outs' view of the decoders in core/replies.hpp (one vote per item).
 void classify_acquire(const redisReply* r, const Command&, NodeVote* votes, std::size_t) {
-  if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 || !is_int(r->element[0])) return;
-  if (r->element[0]->integer == 1) {
-    votes[0].vote = Vote::yes;
-    if (r->elements >= 2 && is_int(r->element[1]) && r->element[1]->integer > 0)
-      votes[0].fence = static_cast<std::uint64_t>(r->element[1]->integer);
-    return;
-  }
-  votes[0].vote = Vote::no;
-  if (r->elements >= 2 && is_int(r->element[1]))
-    votes[0].holder_ttl = Milliseconds(r->element[1]->integer);
-  if (r->elements >= 3 && r->element[2]->type == REDIS_REPLY_STRING)
-    votes[0].holder.assign(r->element[2]->str, r->element[2]->len);
+  acquire_vote(r, votes[0]);
 }
 
-// The fencing write-back: 1 when the node still held our token and raised its counters.
 void classify_fence(const redisReply* r, const Command&, NodeVote* votes, std::size_t) {
-  if (is_int(r)) votes[0].vote = r->integer == 1 ? Vote::yes : Vote::no;
+  fence_vote(r, votes[0]);
 }
 
-// Number of keys deleted: yes only when every key still held our token.
 void classify_release(const redisReply* r, const Command& c, NodeVote* votes, std::size_t) {
-  if (!is_int(r)) return;
-  votes[0].vote = r->integer == static_cast<long long>(c.keys.size()) ? Vote::yes : Vote::no;
+  release_vote(r, c.keys.size(), votes[0]);
 }
 
 void classify_text(const redisReply* r, const Command&, NodeVote* votes, std::size_t) {
-  if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS) votes[0].vote = Vote::yes;
+  text_vote(r, votes[0]);
 }
 
 std::string ms_arg(Milliseconds d) { return std::to_string(d.count()); }
@@ -68,18 +53,8 @@ std::string info_field(const std::string& info, const std::string& field) {
 
 }  // namespace
 
-// One integer per lock: 1 renewed, 0 not ours, -1 a key of another type (not ours either).
 void classify_renew(const redisReply* r, const Command&, NodeVote* votes, std::size_t items) {
-  if (r->type != REDIS_REPLY_ARRAY || r->elements != items) return;
-  for (std::size_t i = 0; i < items; ++i) {
-    if (!is_int(r->element[i])) continue;
-    auto state = r->element[i]->integer;
-    votes[i].vote = state == 1 ? Vote::yes : Vote::no;
-    if (state == -1) {
-      votes[i].error = make_error_code(Errc::redis_wrongtype);
-      votes[i].detail = "a key of the lock holds a value of another type";
-    }
-  }
+  renew_votes(r, votes, items);
 }
 
 void deliver_guarded(const char* what, const std::function<void()>& call) noexcept {

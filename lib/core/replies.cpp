@@ -1,0 +1,75 @@
+// Script replies to votes; see replies.hpp. Only the reply struct of hiredis is used.
+#include "replies.hpp"
+
+#include <hiredis/hiredis.h>
+
+#include "redlock/errors.hpp"
+
+namespace redlock::detail {
+namespace {
+
+bool is_int(const redisReply* r) { return r != nullptr && r->type == REDIS_REPLY_INTEGER; }
+
+bool is_array(const redisReply* r) {
+  return r != nullptr && r->type == REDIS_REPLY_ARRAY && (r->elements == 0 || r->element);
+}
+
+}  // namespace
+
+void acquire_vote(const redisReply* r, NodeVote& vote) {
+  if (!is_array(r) || r->elements < 1 || !is_int(r->element[0])) return;
+  const redisReply* const* e = r->element;
+  if (e[0]->integer == 1) {
+    // Granted only as the script says it: {1, fence}, nothing more, nothing less.
+    if (r->elements != 2 || !is_int(e[1]) || e[1]->integer < 0) return;
+    vote.vote = Vote::yes;
+    vote.fence = static_cast<std::uint64_t>(e[1]->integer);
+    return;
+  }
+  if (e[0]->integer != 0) return;
+  vote.vote = Vote::no;
+  if (r->elements >= 2 && is_int(e[1])) vote.holder_ttl = Milliseconds(e[1]->integer);
+  if (r->elements >= 3 && e[2] != nullptr && e[2]->type == REDIS_REPLY_STRING)
+    vote.holder.assign(e[2]->str, e[2]->len);
+}
+
+void fence_vote(const redisReply* r, NodeVote& vote) {
+  if (!is_int(r)) return;
+  if (r->integer == 1) vote.vote = Vote::yes;
+  if (r->integer == 0) vote.vote = Vote::no;
+}
+
+void release_vote(const redisReply* r, std::size_t keys, NodeVote& vote) {
+  // A count below 0 or above the number of keys is no answer the script can give.
+  if (!is_int(r) || r->integer < 0 || static_cast<unsigned long long>(r->integer) > keys) return;
+  vote.vote = static_cast<std::size_t>(r->integer) == keys ? Vote::yes : Vote::no;
+}
+
+void renew_votes(const redisReply* r, NodeVote* votes, std::size_t items) {
+  if (!is_array(r) || r->elements != items) return;
+  for (std::size_t i = 0; i < items; ++i) {
+    if (!is_int(r->element[i])) continue;
+    switch (r->element[i]->integer) {
+      case 1:
+        votes[i].vote = Vote::yes;
+        break;
+      case 0:
+        votes[i].vote = Vote::no;
+        break;
+      case -1:
+        votes[i].vote = Vote::no;
+        votes[i].error = make_error_code(Errc::redis_wrongtype);
+        votes[i].detail = "a key of the lock holds a value of another type";
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+void text_vote(const redisReply* r, NodeVote& vote) {
+  if (r != nullptr && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS))
+    vote.vote = Vote::yes;
+}
+
+}  // namespace redlock::detail
