@@ -55,12 +55,12 @@ struct AcquireRequest {
 
 /// \brief Health of one node, as `redlock status` prints it.
 struct NodeStatus {
-  std::string address;
-  bool up = false;
-  std::chrono::microseconds round_trip{0};
-  std::string server_version;
-  std::error_code error;
-  std::string detail;
+  std::string address;  ///< "host:port" (never credentials).
+  bool up = false;      ///< True when the node answered.
+  std::chrono::microseconds round_trip{0};  ///< Request to answer, when it answered.
+  std::string server_version;               ///< The server's `redis_version`, when it answered.
+  std::error_code error;                    ///< Why it did not answer (docs/errors.md).
+  std::string detail;                       ///< The server's error text or the connection error.
 };
 
 /// \brief A connection to the N nodes, and every lock operation on them.

@@ -22,16 +22,20 @@ inline constexpr Milliseconds longest_duration{1LL << 40};
 
 /// \brief One independent Redis master, from `redis://[user:password@]host:port[/db]`.
 struct NodeAddress {
-  std::string host;  // a name, an IPv4 address, or an IPv6 address without brackets
-  std::uint16_t port = 0;
-  int db = 0;
-  std::string user;      // empty: AUTH with the password only (or no AUTH)
-  std::string password;  // empty: no AUTH
+  std::string host;        ///< A name, an IPv4 address, or an IPv6 address without brackets.
+  std::uint16_t port = 0;  ///< TCP port, 1 to 65535.
+  int db = 0;              ///< Database number (SELECT), 0 by default.
+  std::string user;        ///< ACL user; empty: AUTH with the password only (or no AUTH).
+  std::string password;    ///< Empty: no AUTH.
 
   /// \return "host:port" or "host:port/db"; never the credentials.
   std::string to_string() const;
 };
 
+/// \brief The node list and every option of a Client, with their defaults.
+///
+/// Checked as a whole by validate() (and by the Client constructor); see
+/// docs/configuration-and-cli.md and docs/operations.md for how to choose the values.
 struct Config {
   /// The N independent masters; the quorum is N/2 + 1.
   std::vector<NodeAddress> nodes;
