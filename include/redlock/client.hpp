@@ -55,8 +55,8 @@ struct AcquireRequest {
 
 /// \brief Health of one node, as `redlock status` prints it.
 struct NodeStatus {
-  std::string address;  ///< "host:port" (never credentials).
-  bool up = false;      ///< True when the node answered.
+  std::string address;                      ///< "host:port" (never credentials).
+  bool up = false;                          ///< True when the node answered.
   std::chrono::microseconds round_trip{0};  ///< Request to answer, when it answered.
   std::string server_version;               ///< The server's `redis_version`, when it answered.
   std::error_code error;                    ///< Why it did not answer (docs/errors.md).
