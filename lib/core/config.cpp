@@ -66,6 +66,33 @@ std::string redacted(std::string_view entry) {
   return std::string(entry.substr(0, keep)) + "***" + std::string(entry.substr(at));
 }
 
+// A host as a node list may name it: letters, digits, '.', '-' and '_' (a name or an IPv4
+// address), or in brackets an IPv6 address (hex digits, ':' and '.', a zone after '%'). Anything
+// else (spaces, '[', control bytes...) cannot be resolved, and may not survive being written
+// back as a node list ("redis://[[]:1" gave the host "[": tests/fuzz/fuzz_node_list.cpp's
+// round-trip property).
+bool plausible_host(std::string_view host, bool bracketed) {
+  auto name_char = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_';
+  };
+  if (!bracketed) {
+    for (char c : host)
+      if (!name_char(c)) return false;
+    return true;
+  }
+  auto zone = host.find('%');
+  auto address = host.substr(0, zone);
+  if (address.find(':') == std::string_view::npos) return false;
+  for (char c : address)
+    if (!std::isxdigit(static_cast<unsigned char>(c)) && c != ':' && c != '.') return false;
+  if (zone == std::string_view::npos) return true;
+  auto name = host.substr(zone + 1);
+  if (name.empty()) return false;
+  for (char c : name)
+    if (!name_char(c)) return false;
+  return true;
+}
+
 std::error_code parse_one(std::string_view entry, NodeAddress& node, std::string& message) {
   const std::string quoted = "'" + redacted(entry) + "'";
   auto colon_slashes = entry.find("://");
@@ -122,6 +149,9 @@ std::error_code parse_one(std::string_view entry, NodeAddress& node, std::string
       return fail(message, "node " + quoted + ": IPv6 addresses must be written in brackets");
   }
   if (host.empty()) return fail(message, "node " + quoted + ": missing host");
+  if (!plausible_host(host, /*bracketed=*/hostport.front() == '['))
+    return fail(message, "node " + quoted + ": '" + std::string(host) +
+                             "' is not a host name or an IP address");
   if (port.empty()) return fail(message, "node " + quoted + ": missing port");
   long port_value = 0;
   if (!parse_int(port, port_value))

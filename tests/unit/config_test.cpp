@@ -155,5 +155,18 @@ TEST(Config, FromEnvReadsREDLOCK_NODES) {
   EXPECT_THROW((void)Config::from_env(), Error);
 }
 
+// Broke the round-trip property of tests/fuzz/fuzz_node_list.cpp: a host nothing can resolve
+// was accepted, "[" among them, which does not even survive being written back as a node list.
+TEST(Config, HostIsANameOrAnAddress) {
+  for (auto list : {"redis://[[]:1", "redis://[abc]:1", "redis://a b:1", "redis://a\tb:1",
+                    "redis://[::1%]:1", "redis://[::1 ]:1", "redis://a[:1", "redis://h\x01:1"})
+    expect_refused(list, "is not a host name or an IP address");
+  auto nodes = parse_ok(
+      "redis://a-b.example_1:1,redis://10.0.0.1:2,redis://[::1]:3,redis://[fe80::1%eth0]:4,"
+      "redis://[::ffff:10.0.0.1]:5");
+  ASSERT_EQ(nodes.size(), 5u);
+  EXPECT_EQ(nodes[3].host, "fe80::1%eth0");
+}
+
 }  // namespace
 }  // namespace redlock
