@@ -67,7 +67,7 @@ struct NodeStatus {
 ///
 /// One libuv loop thread per Client owns every connection and timer; the public API is
 /// thread-safe and hands work to that thread. Callbacks run on it.
-class Client {
+class REDLOCK_API Client {
  public:
   /// Receives the result of acquire_async().
   using AcquireCallback = std::function<void(AcquireResult)>;

@@ -10,6 +10,8 @@
 #include <system_error>
 #include <vector>
 
+#include "redlock/export.hpp"
+
 namespace redlock {
 
 /// Every duration of the API: ttls, leases, waits, timeouts.
@@ -21,7 +23,7 @@ using Milliseconds = std::chrono::milliseconds;
 inline constexpr Milliseconds longest_duration{1LL << 40};
 
 /// \brief One independent Redis master, from `redis://[user:password@]host:port[/db]`.
-struct NodeAddress {
+struct REDLOCK_API NodeAddress {
   std::string host;        ///< A name, an IPv4 address, or an IPv6 address without brackets.
   std::uint16_t port = 0;  ///< TCP port, 1 to 65535.
   int db = 0;              ///< Database number (SELECT), 0 by default.
@@ -36,7 +38,7 @@ struct NodeAddress {
 ///
 /// Checked as a whole by validate() (and by the Client constructor); see
 /// docs/configuration-and-cli.md and docs/operations.md for how to choose the values.
-struct Config {
+struct REDLOCK_API Config {
   /// The N independent masters; the quorum is N/2 + 1.
   std::vector<NodeAddress> nodes;
 
@@ -101,19 +103,20 @@ struct Config {
 /// \param[out] out The nodes, in list order; unspecified on failure.
 /// \param[out] message On failure, a sentence naming the bad part (never a password).
 /// \return Empty, or Errc::invalid_config.
-[[nodiscard]] std::error_code parse_node_list(std::string_view list, std::vector<NodeAddress>& out,
-                                              std::string& message);
+[[nodiscard]] REDLOCK_API std::error_code parse_node_list(std::string_view list,
+                                                          std::vector<NodeAddress>& out,
+                                                          std::string& message);
 
 /// \brief Checks the whole configuration: what Client's constructor refuses.
 /// \param config The configuration.
 /// \param[out] message On failure, a sentence naming the bad part (never a password).
 /// \return Empty, or Errc::invalid_config.
-[[nodiscard]] std::error_code validate(const Config& config, std::string& message);
+[[nodiscard]] REDLOCK_API std::error_code validate(const Config& config, std::string& message);
 
 /// \brief The clock drift allowance for a lease.
 /// \param ttl The lease.
 /// \param drift_factor Config::drift_factor.
 /// \return ttl * drift_factor + 2 ms, rounded up to microseconds.
-std::chrono::microseconds drift_allowance(Milliseconds ttl, double drift_factor);
+REDLOCK_API std::chrono::microseconds drift_allowance(Milliseconds ttl, double drift_factor);
 
 }  // namespace redlock

@@ -11,6 +11,8 @@
 #include <system_error>
 #include <type_traits>
 
+#include "redlock/export.hpp"
+
 namespace redlock {
 
 /// \brief The X-macro list of every error code, `X(name, message)`, in the order of their values.
@@ -70,7 +72,7 @@ enum class Errc : int {
 
 /// \brief The category of every Errc, named "redlock".
 /// \return The one instance, valid for the whole program.
-const std::error_category& error_category() noexcept;
+REDLOCK_API const std::error_category& error_category() noexcept;
 
 /// \brief Makes Errc usable as a std::error_code (found by argument-dependent lookup).
 /// \param e The code.
@@ -82,16 +84,16 @@ inline std::error_code make_error_code(Errc e) noexcept {
 /// \brief The enumerator's name, as used for the headings of docs/errors.md.
 /// \param e The code.
 /// \return "not_acquired" for Errc::not_acquired, "ok" for Errc::ok_, or "unknown".
-const char* errc_name(Errc e) noexcept;
+REDLOCK_API const char* errc_name(Errc e) noexcept;
 
 /// \brief Whether a code comes from a Redis error reply (`Errc::redis_*`).
 /// \param ec Any error code.
 /// \return True for the codes of this category that stand for a Redis error reply.
-bool is_redis_reply_error(std::error_code ec) noexcept;
+REDLOCK_API bool is_redis_reply_error(std::error_code ec) noexcept;
 
 /// \brief Thrown only by the calls that say so (Config::from_node_list, Config::from_env,
 /// Client::Client, Mutex::lock). Carries the code and a message naming the bad part.
-class Error : public std::system_error {
+class REDLOCK_API Error : public std::system_error {
  public:
   /// \param ec The code, usually an Errc.
   /// \param what A sentence naming the bad part; never a password.

@@ -21,7 +21,7 @@ std::shared_ptr<CancelState> cancel_state_of(const CancelToken& token);
 
 /// \brief Cancels waits from any thread: pass it in AcquireRequest::cancel, call cancel() to end
 /// the wait at once with Errc::cancelled. Copies share one state.
-class CancelToken {
+class REDLOCK_API CancelToken {
  public:
   /// A fresh token, not cancelled.
   CancelToken();
@@ -39,7 +39,7 @@ class CancelToken {
 /// lock is no longer safe to act on (lost, expired, released).
 ///
 /// Copies share one state and stay valid after the lock itself is gone.
-class LostFlag {
+class REDLOCK_API LostFlag {
  public:
   /// A flag of no lock: never set.
   LostFlag() = default;
@@ -65,7 +65,7 @@ class LostFlag {
 /// no later than its validity deadline. Move-only; destroying it releases the lock (without
 /// blocking). It may outlive its Client: it is then lost (Errc::shutting_down) and release()
 /// returns Errc::shutting_down.
-class HeldLock {
+class REDLOCK_API HeldLock {
  public:
   /// An empty HeldLock: holds nothing.
   HeldLock() = default;

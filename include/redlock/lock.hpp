@@ -22,7 +22,7 @@ using Clock = std::chrono::steady_clock;
 ///
 /// A plain value: copy it, store it, pass it to Client::extend() and Client::release(). It can
 /// also be rebuilt from a resource and a token (as the CLI does).
-struct Lock {
+struct REDLOCK_API Lock {
   std::vector<std::string> resources;  ///< One or more resource names, without the key prefix.
   std::string token;                   ///< 32 hex digits, unique to this grant.
   Clock::time_point valid_until{};     ///< End of the validity window (drift already subtracted).
@@ -59,7 +59,7 @@ enum class Vote : std::uint8_t {
 
 /// \param v A vote.
 /// \return Its name: "pending", "yes", "no" or "failed".
-const char* to_string(Vote v) noexcept;
+REDLOCK_API const char* to_string(Vote v) noexcept;
 
 /// \brief One node's vote in an operation, with why and how fast.
 struct NodeVote {
@@ -78,7 +78,7 @@ struct NodeVote {
 };
 
 /// \brief Per-node votes of the last attempt of an operation, in the order of Config::nodes.
-struct Votes {
+struct REDLOCK_API Votes {
   std::vector<NodeVote> nodes;  ///< One per node, in the order of Config::nodes.
   std::shared_ptr<const std::vector<std::string>> addresses;  ///< "host:port" per node.
   std::size_t quorum = 0;                                     ///< Votes needed: N/2 + 1.
@@ -103,7 +103,7 @@ struct Votes {
 /// \brief Common part of every result: an empty #error means success.
 ///
 /// Contention is reported as Errc::not_acquired / Errc::not_held, never thrown.
-struct Outcome {
+struct REDLOCK_API Outcome {
   std::error_code error;  ///< Empty on success; an Errc otherwise (docs/errors.md).
   std::string detail;     ///< What was wrong, for errors that no vote explains (a bad argument).
   Votes votes;            ///< Each node's vote in the last attempt.

@@ -36,7 +36,7 @@ struct MutexOptions {
 /// Owner: the calling thread of this Client. The same thread may lock again without a round
 /// trip (the client counts re-entries); only the last unlock() releases on the nodes. Several
 /// Mutex objects for the same resource on one Client share that count. Not copyable.
-class Mutex {
+class REDLOCK_API Mutex {
  public:
   /// May outlive `client`. Once the client is destroyed, lock() and the try_lock forms throw
   /// redlock::Error with Errc::shutting_down, unlock() reports Errc::shutting_down (a hold left

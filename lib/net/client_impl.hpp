@@ -41,7 +41,8 @@ struct MutexTable {
 // Members are declared in destruction-safe order: the coordinator (nodes, timers) goes after
 // the loop has been stopped in ~Impl; the loop next; the configuration, which nodes refer to,
 // last.
-class Client::Impl {
+// Hidden, although nested in an exported class: no part of the implementation is exported.
+class __attribute__((visibility("hidden"))) Client::Impl {
  public:
   explicit Impl(Config config);
   ~Impl();
