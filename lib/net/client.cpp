@@ -5,7 +5,6 @@
 #include <thread>
 
 #include "client_impl.hpp"
-#include "tls.hpp"
 
 namespace redlock {
 namespace {
@@ -13,7 +12,6 @@ namespace {
 Config validated(Config config) {
   std::string message;
   if (auto ec = validate(config, message)) throw Error(ec, message);
-  if (auto ec = detail::check_tls_config(config, message)) throw Error(ec, message);  // rediss://
   return config;
 }
 
