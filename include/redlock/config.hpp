@@ -29,9 +29,32 @@ struct REDLOCK_API NodeAddress {
   int db = 0;              ///< Database number (SELECT), 0 by default.
   std::string user;        ///< ACL user; empty: AUTH with the password only (or no AUTH).
   std::string password;    ///< Empty: no AUTH.
+  /// True for `rediss://`: the connection is TLS, verified with Config::tls (never plain text).
+  bool tls = false;
 
   /// \return "host:port" or "host:port/db"; never the credentials.
   std::string to_string() const;
+};
+
+/// TLS options, shared by every `rediss://` node of a client (one OpenSSL context for them).
+/// The names follow redis-cli's `--tls` options.
+struct TlsOptions {
+  /// PEM file of trusted CA certificates (`--cacert`). Empty, with ca_dir empty too: the
+  /// system's default trust store.
+  std::string ca_file;
+  /// Directory of trusted CA certificates, hashed as by `openssl rehash` (`--cacertdir`).
+  std::string ca_dir;
+  /// PEM client certificate (chain) for servers with `tls-auth-clients yes` (`--cert`).
+  /// Needs key_file.
+  std::string cert_file;
+  /// PEM private key of cert_file, unencrypted (`--key`). Needs cert_file.
+  std::string key_file;
+  /// Name sent as SNI and checked against the server certificate (`--sni`). Empty: the node's
+  /// host (an IP address is then checked against the certificate's IP addresses, without SNI).
+  std::string server_name;
+  /// DANGER: accepts any server certificate, from anyone, for any name (`--insecure`).
+  /// Encrypts without authenticating the server. For tests only.
+  bool insecure_skip_verify = false;
 };
 
 /// \brief The node list and every option of a Client, with their defaults.
@@ -41,6 +64,8 @@ struct REDLOCK_API NodeAddress {
 struct REDLOCK_API Config {
   /// The N independent masters; the quorum is N/2 + 1.
   std::vector<NodeAddress> nodes;
+  /// TLS options for the `rediss://` nodes; ignored when there is none.
+  TlsOptions tls;
 
   /// Lease of a lock when an operation is given none.
   Milliseconds ttl{10'000};

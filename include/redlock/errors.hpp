@@ -44,6 +44,12 @@ namespace redlock {
   X(node_not_master, "node is a replica or a Cluster node, not an independent master")   \
   X(duplicate_node, "node is the same Redis server as another listed node")              \
   X(node_restarting, "node restarted less than the largest lease ago: not eligible yet") \
+  /* TLS (rediss://): the connection is refused, never continued in plain text */        \
+  X(tls_handshake_failed, "TLS handshake with node failed")                              \
+  X(tls_unknown_ca, "TLS: node's certificate is not signed by a trusted CA")             \
+  X(tls_name_mismatch, "TLS: node's certificate does not match its host name or SNI")    \
+  X(tls_cert_expired, "TLS: node's certificate is expired or not yet valid")             \
+  X(tls_client_cert_required, "TLS: node requires a client certificate")                 \
   /* Redis error replies */                                                              \
   X(redis_wrongtype, "WRONGTYPE: key holds a value of another type")                     \
   X(redis_oom, "OOM: node is out of memory")                                             \

@@ -99,11 +99,10 @@ std::error_code parse_one(std::string_view entry, NodeAddress& node, std::string
   if (colon_slashes == std::string_view::npos)
     return fail(message, "node " + quoted + ": expected redis://host:port");
   auto scheme = entry.substr(0, colon_slashes);
-  if (scheme == "rediss")
-    return fail(message, "node " + quoted + ": TLS (rediss://) is not supported yet; use redis://");
-  if (scheme != "redis")
+  if (scheme != "redis" && scheme != "rediss")
     return fail(message, "node " + quoted + ": unknown scheme '" + std::string(scheme) +
-                             "' (expected redis://)");
+                             "' (expected redis:// or rediss://)");
+  node.tls = scheme == "rediss";
   auto rest = entry.substr(colon_slashes + 3);
 
   auto at = rest.rfind('@');
@@ -247,6 +246,15 @@ std::error_code validate(const Config& c, std::string& message) {
     if (n.host.empty() || n.port == 0)
       return fail(message, "node '" + n.to_string() + "' needs a host and a port");
   }
+  const TlsOptions& t = c.tls;
+  if (t.cert_file.empty() != t.key_file.empty())
+    return fail(message,
+                t.cert_file.empty()
+                    ? "TLS key file '" + t.key_file + "' given without a certificate file"
+                    : "TLS certificate file '" + t.cert_file + "' given without a key file");
+  for (const std::string* s : {&t.ca_file, &t.ca_dir, &t.cert_file, &t.key_file, &t.server_name})
+    if (s->find('\0') != std::string::npos)
+      return fail(message, "a TLS option contains a NUL character");
   return {};
 }
 

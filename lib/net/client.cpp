@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "client_impl.hpp"
+#include "tls.hpp"
 
 namespace redlock {
 namespace {
@@ -12,6 +13,7 @@ namespace {
 Config validated(Config config) {
   std::string message;
   if (auto ec = validate(config, message)) throw Error(ec, message);
+  if (auto ec = detail::check_tls_config(config, message)) throw Error(ec, message);  // rediss://
   return config;
 }
 

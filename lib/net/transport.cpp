@@ -146,7 +146,7 @@ void Transport::on_connect(uv_connect_t* req, int status) {
     return;
   }
   if (auto ec = self->pump_->on_connected(*self)) {
-    if (!self->closing_) self->fail(make_error_code(Errc::connect_failed), ec.message());
+    self->pump_failed(ec, Errc::connect_failed);
     return;
   }
   if (!self->closing_ && !self->wire_out_.empty()) self->flush_soon();
@@ -190,7 +190,7 @@ void Transport::on_read(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf)
   auto ec = self->pump_->on_received(buf->base, static_cast<std::size_t>(nread), *self);
   if (self->closing_ || self->failed_) return;
   if (ec) {
-    self->fail(code, ec.message());
+    self->pump_failed(ec, self->open_ ? Errc::connection_lost : Errc::connect_failed);
     return;
   }
   if (!self->wire_out_.empty()) self->flush_soon();  // a pump's own answer (TLS)
@@ -206,7 +206,7 @@ void Transport::flush() {
   if (closing_ || failed_ || !connected_) return;  // kept until the stream can take it
   if (open_ && !plain_out_.empty()) {
     if (auto ec = pump_->on_flush(plain_out_, *this)) {
-      fail(make_error_code(Errc::connection_lost), ec.message());
+      pump_failed(ec, Errc::connection_lost);
       return;
     }
   }
@@ -255,6 +255,14 @@ void Transport::fail(std::error_code error, std::string_view detail) {
   if (queued_) queue_->remove(this);
   queued_ = false;
   if (events_ != nullptr) events_->on_transport_error(error, detail);
+}
+
+void Transport::pump_failed(std::error_code pump_error, Errc otherwise) {
+  if (closing_ || failed_) return;
+  std::string detail = pump_->error_detail();
+  if (detail.empty()) detail = pump_error.message();
+  // What the pump could not send any more (a TLS alert) is lost with the connection: fine.
+  fail(pump_error.category() == error_category() ? pump_error : make_error_code(otherwise), detail);
 }
 
 void Transport::close() {

@@ -1,7 +1,7 @@
 // One TCP connection to a node, driven by libuv: connect, read, and the writes of one loop turn
 // sent together. Between the socket and the session sits a BytePump: plain TCP passes bytes
-// through unchanged; TLS (later) is OpenSSL with memory BIOs in that place, on the loop thread,
-// and nothing above or below it changes. Loop thread only.
+// through unchanged; TLS (tls.hpp) is OpenSSL with memory BIOs in that place, on the loop
+// thread, and nothing above or below it changes. Loop thread only.
 //
 // Lifecycle: connecting -> open -> closing -> closed. The owner calls close() exactly once; the
 // object frees itself when libuv has closed its handle (always in a later loop phase), and then
@@ -20,6 +20,8 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+
+#include "redlock/errors.hpp"
 
 namespace redlock::detail {
 
@@ -65,6 +67,10 @@ class BytePump {
   virtual std::error_code on_received(const char* data, std::size_t len, Stream& stream) = 0;
   // The session's bytes of this loop turn (`plain`, left empty) go to stream.wire().
   virtual std::error_code on_flush(std::string& plain, Stream& stream) = 0;
+  // After one of the calls above returned an error: a sentence saying why (empty: the error's
+  // message will do). An error of redlock's own category (Errc::tls_*) reaches the session as it
+  // is; any other becomes connect_failed or connection_lost.
+  virtual std::string error_detail() const { return {}; }
 };
 
 // Plain TCP: bytes pass unchanged, without a copy.
@@ -100,6 +106,7 @@ class Transport final : private BytePump::Stream {
 
   void flush();
   void fail(std::error_code error, std::string_view detail);
+  void pump_failed(std::error_code pump_error, Errc otherwise);
 
   static void on_connect(uv_connect_t* req, int status);
   static void on_alloc(uv_handle_t* handle, std::size_t suggested, uv_buf_t* buf);
