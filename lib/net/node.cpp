@@ -10,6 +10,7 @@
 #include "../core/quorum.hpp"
 #include "protocol.hpp"
 #include "redlock/errors.hpp"
+#include "tls.hpp"
 #include "transport.hpp"
 
 namespace redlock::detail {
@@ -158,9 +159,15 @@ void Node::connect_to(const std::string& ip) {
   }
   auto conn = std::make_unique<Conn>(*this);
   std::string error;
-  // The pump is where TLS will go (rediss://); plain TCP for now.
+  // rediss://: TLS (tls.hpp), whose handshake ends before the transport opens; else plain TCP.
+  std::error_code pump_error;
+  auto pump = make_pump(address_, config_.tls, pump_error, error);
+  if (pump == nullptr) {
+    connection_gone(pump_error, std::move(error));
+    return;
+  }
   conn->transport = Transport::open(loop_, reinterpret_cast<const sockaddr*>(&addr),
-                                    make_plain_pump(), conn.get(), error);
+                                    std::move(pump), conn.get(), error);
   if (conn->transport == nullptr) {
     connection_gone(make_error_code(Errc::connect_failed), std::move(error));
     return;
