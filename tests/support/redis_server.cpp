@@ -111,6 +111,28 @@ RedisServer::RedisServer(std::vector<std::string> extra_args, std::string passwo
   }
 }
 
+RedisServer::RedisServer(TlsMode tls, std::vector<std::string> extra_args)
+    : extra_args_(std::move(extra_args)), tls_(std::move(tls)) {
+  char tmpl[] = "/tmp/redlock-test-XXXXXX";
+  if (::mkdtemp(tmpl) == nullptr) throw std::runtime_error("mkdtemp failed");
+  dir_ = tmpl;
+  for (int attempt = 0;; ++attempt) {
+    port_ = free_port();
+    do tls_port_ = free_port();
+    while (tls_port_ == port_);
+    try {
+      start();
+      return;
+    } catch (const std::exception&) {
+      if (attempt >= 4) throw;  // a port was taken between probe and bind: try others
+    }
+  }
+}
+
+std::string RedisServer::tls_url(const std::string& host) const {
+  return "rediss://" + host + ":" + std::to_string(tls_port_);
+}
+
 RedisServer::~RedisServer() {
   try {
     stop();
@@ -128,6 +150,10 @@ void RedisServer::start() {
       "redis-server", "--port",    std::to_string(port_), "--bind",      "127.0.0.1",
       "--save",       "",          "--appendonly",        "no",          "--dir",
       dir_,           "--logfile", dir_ + "/redis.log",   "--daemonize", "no"};
+  if (tls_port_ != 0)
+    args.insert(args.end(), {"--tls-port", std::to_string(tls_port_), "--tls-cert-file",
+                             tls_.cert_file, "--tls-key-file", tls_.key_file, "--tls-ca-cert-file",
+                             tls_.ca_file, "--tls-auth-clients", tls_.auth_clients ? "yes" : "no"});
   args.insert(args.end(), extra_args_.begin(), extra_args_.end());
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
@@ -242,6 +268,17 @@ RedisCluster::RedisCluster(std::size_t n, std::vector<std::string> extra_args, s
         i < env_per_node.size() ? env_per_node[i] : std::vector<std::string>{}));
 }
 
+RedisCluster::RedisCluster(std::size_t n, const TlsMode& tls, std::vector<std::string> extra_args) {
+  for (std::size_t i = 0; i < n; ++i)
+    servers_.push_back(std::make_unique<RedisServer>(tls, extra_args));
+}
+
+std::string RedisCluster::tls_node_list(const std::string& host) const {
+  std::string s;
+  for (const auto& srv : servers_) s += (s.empty() ? "" : ",") + srv->tls_url(host);
+  return s;
+}
+
 std::string RedisCluster::node_list(const std::string& credentials) const {
   std::string s;
   for (const auto& srv : servers_) {
@@ -341,6 +378,60 @@ ProcessResult Process::wait(std::chrono::milliseconds limit) {
   pid_ = -1;
   if (!result.timed_out && WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
   return result;
+}
+
+// The certificates of TlsFiles, by one shell script of openssl commands. EC P-256 keys: quick
+// to make. The expired certificate needs `openssl ca` (x509 cannot date a certificate back).
+TlsFiles::TlsFiles() {
+  char tmpl[] = "/tmp/redlock-tls-XXXXXX";
+  if (::mkdtemp(tmpl) == nullptr) throw std::runtime_error("mkdtemp failed");
+  dir = tmpl;
+  ca_cert = dir + "/ca.crt";
+  server_cert = dir + "/server.crt";
+  server_key = dir + "/server.key";
+  client_cert = dir + "/client.crt";
+  client_key = dir + "/client.key";
+  expired_cert = dir + "/expired.crt";
+  expired_key = dir + "/expired.key";
+  other_ca_cert = dir + "/other-ca.crt";
+  other_cert = dir + "/other.crt";
+  other_key = dir + "/other.key";
+  const std::string script = R"(set -e
+cd "$1"
+key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1" 2>/dev/null; }
+printf 'subjectAltName=IP:127.0.0.1,IP:::1,DNS:localhost\nextendedKeyUsage=serverAuth\n' > server.ext
+printf 'extendedKeyUsage=clientAuth\n' > client.ext
+for ca in ca other-ca; do
+  key $ca.key
+  openssl req -x509 -new -key $ca.key -out $ca.crt -days 30 -subj "/CN=redlock test $ca" 2>/dev/null
+done
+sign() {  # name ca ext
+  key $1.key
+  openssl req -new -key $1.key -out $1.csr -subj "/CN=redlock test $1" 2>/dev/null
+  openssl x509 -req -in $1.csr -CA $2.crt -CAkey $2.key -CAcreateserial -days 30 \
+    -extfile $3 -out $1.crt 2>/dev/null
+}
+sign server ca server.ext
+sign client ca client.ext
+sign other other-ca server.ext
+key expired.key
+openssl req -new -key expired.key -out expired.csr -subj "/CN=redlock test expired" 2>/dev/null
+mkdir -p ca-db && : > ca-db/index.txt && echo 01 > ca-db/serial
+printf '[ca]\ndefault_ca=d\n[d]\ndatabase=ca-db/index.txt\nserial=ca-db/serial\nnew_certs_dir=ca-db\ndefault_md=sha256\npolicy=p\n[p]\ncommonName=supplied\n' > ca.cnf
+openssl ca -batch -config ca.cnf -cert ca.crt -keyfile ca.key -in expired.csr -out expired.crt \
+  -startdate 20200101000000Z -enddate 20200201000000Z -extfile server.ext -notext 2>/dev/null
+)";
+  auto r = run_process({"/bin/sh", "-c", script, "sh", dir}, {}, std::chrono::seconds(60));
+  if (r.exit_code != 0) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+    throw std::runtime_error("openssl could not make the test certificates: " + r.err);
+  }
+}
+
+TlsFiles::~TlsFiles() {
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
 }
 
 ProcessResult run_process(const std::vector<std::string>& argv,

@@ -15,8 +15,53 @@
 
 namespace redlock::test {
 
+// Certificates for TLS tests, made at test time with the `openssl` command in a temporary
+// directory (removed with the object): a CA; a server certificate signed by it for 127.0.0.1,
+// ::1 and localhost; a client certificate signed by it; an expired server certificate; and a
+// second, untrusted CA with a server certificate of its own for the same names.
+struct TlsFiles {
+  TlsFiles();  // throws std::runtime_error when openssl fails
+  ~TlsFiles();
+  TlsFiles(const TlsFiles&) = delete;
+  TlsFiles& operator=(const TlsFiles&) = delete;
+
+  std::string dir;
+  std::string ca_cert;  // the trusted CA
+  std::string server_cert, server_key;
+  std::string client_cert, client_key;
+  std::string expired_cert, expired_key;  // valid only in 2020, signed by the trusted CA
+  std::string other_ca_cert;              // a CA nobody trusts
+  std::string other_cert, other_key;      // signed by other_ca_cert, right names
+};
+
+// A server's TLS: the certificate it shows, the CA it checks client certificates with, and
+// whether it requires one (`tls-auth-clients`).
+struct TlsMode {
+  // Not an aggregate: a braced list of arguments never converts to a TlsMode.
+  explicit TlsMode() = default;
+
+  std::string cert_file;
+  std::string key_file;
+  std::string ca_file;
+  bool auth_clients = false;
+
+  static TlsMode of(const TlsFiles& files, bool auth_clients = false) {
+    TlsMode m;
+    m.cert_file = files.server_cert;
+    m.key_file = files.server_key;
+    m.ca_file = files.ca_cert;
+    m.auth_clients = auth_clients;
+    return m;
+  }
+};
+
 class RedisServer {
  public:
+  // A TLS server: the client's port (tls_port(), tls_url()) speaks TLS only. The fixture's own
+  // plain port (port(), command()) stays on the loopback for checks and set-up, and is never
+  // given to the client under test.
+  RedisServer(TlsMode tls, std::vector<std::string> extra_args = {});
+
   // Extra arguments go to redis-server's command line, e.g. {"--requirepass", "pw"}; later
   // arguments override earlier ones, so {"--appendonly", "yes"} turns persistence on. `env`
   // entries ("NAME=value") are added to redis-server's environment, replacing inherited ones of
@@ -30,8 +75,10 @@ class RedisServer {
   std::uint16_t port() const { return port_; }
   pid_t pid() const { return pid_; }
   bool running() const { return pid_ > 0; }
-  std::string address() const;  // "127.0.0.1:port"
-  std::string url() const;      // "redis://127.0.0.1:port" (no credentials)
+  std::string address() const;                          // "127.0.0.1:port"
+  std::string url() const;                              // "redis://127.0.0.1:port" (no credentials)
+  std::uint16_t tls_port() const { return tls_port_; }  // 0 unless TLS
+  std::string tls_url(const std::string& host = "127.0.0.1") const;  // "rediss://host:tls_port"
 
   // Its working directory (data files, redis.log), kept across restarts.
   const std::string& dir() const { return dir_; }
@@ -62,6 +109,8 @@ class RedisServer {
   std::vector<std::string> env_;
   std::string dir_;
   std::uint16_t port_ = 0;
+  std::uint16_t tls_port_ = 0;
+  TlsMode tls_;
   pid_t pid_ = -1;
   bool paused_ = false;
 };
@@ -73,11 +122,15 @@ class RedisCluster {
   explicit RedisCluster(std::size_t n, std::vector<std::string> extra_args = {},
                         std::string password = {},
                         std::vector<std::vector<std::string>> env_per_node = {});
+  // N TLS masters (RedisServer(TlsMode, ...)).
+  RedisCluster(std::size_t n, const TlsMode& tls, std::vector<std::string> extra_args = {});
   std::size_t size() const { return servers_.size(); }
   RedisServer& operator[](std::size_t i) { return *servers_[i]; }
   // "redis://127.0.0.1:p1,redis://127.0.0.1:p2,..."; `credentials` ("user:pw" or ":pw") is
   // inserted in every URL when given.
   std::string node_list(const std::string& credentials = {}) const;
+  // "rediss://host:t1,rediss://host:t2,..." (TLS clusters only).
+  std::string tls_node_list(const std::string& host = "127.0.0.1") const;
   // How many servers hold `key` with value `value` (stopped servers are skipped).
   std::size_t count_holding(const std::string& key, const std::string& value) const;
   // How many running servers have `key` at all.

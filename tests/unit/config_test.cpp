@@ -57,7 +57,7 @@ TEST(NodeList, AddressTextNeverShowsCredentials) {
 TEST(NodeList, ErrorMessagesNeverShowPasswords) {
   for (const char* list : {"redis://alice:s3cret@host:99999", "redis://:s3cret@host",
                            "redis://:s3cret@h:1/x", "redis://u:s3cret@h:1,redis://u:s3cret@h:1",
-                           "rediss://alice:s3cret@host:1", "redis://alice:s3cret@[::1:1"}) {
+                           "rediss://alice:s3cret@host:0", "redis://alice:s3cret@[::1:1"}) {
     std::vector<NodeAddress> nodes;
     std::string message;
     auto ec = parse_node_list(list, nodes, message);
@@ -72,7 +72,7 @@ TEST(NodeList, RefusesWhatCannotWorkAndNamesTheBadPart) {
   expect_refused("   ", "empty");
   expect_refused("redis://a:1,,redis://b:2", "empty entry at position 2");
   expect_refused("redis://a:1,", "empty entry");
-  expect_refused("rediss://a:6380", "TLS");
+  expect_refused("rediss2://a:6380", "unknown scheme");
   expect_refused("http://a:1", "unknown scheme 'http'");
   expect_refused("a:1", "'a:1'");
   expect_refused("redis://a", "missing port");
@@ -134,6 +134,38 @@ TEST(Config, RefusesOptionsThatCannotWork) {
   c = valid_config();
   c.nodes.clear();
   expect_invalid(c, "empty");
+}
+
+TEST(NodeList, RedissTurnsTlsOnForThatNodeOnly) {
+  auto nodes =
+      parse_ok("rediss://u:p%40ss@db.example:6380/2,redis://127.0.0.1:7001,rediss://[::1]:7003");
+  ASSERT_EQ(nodes.size(), 3u);
+  EXPECT_TRUE(nodes[0].tls);
+  EXPECT_EQ(nodes[0].host, "db.example");
+  EXPECT_EQ(nodes[0].port, 6380);
+  EXPECT_EQ(nodes[0].user, "u");
+  EXPECT_EQ(nodes[0].password, "p@ss");
+  EXPECT_EQ(nodes[0].db, 2);
+  EXPECT_FALSE(nodes[1].tls);
+  EXPECT_TRUE(nodes[2].tls);
+  EXPECT_EQ(nodes[2].host, "::1");
+  // The same server under both schemes is still listed twice.
+  expect_refused("redis://a:1,rediss://a:1", "listed twice");
+  expect_refused("rediss://a", "missing port");
+  expect_refused("redisss://a:1", "unknown scheme");
+}
+
+TEST(Config, TlsOptionsAreCheckedTogether) {
+  auto c = valid_config();
+  EXPECT_FALSE(c.tls.insecure_skip_verify);  // verification is on by default
+  c.tls.cert_file = "client.crt";
+  expect_invalid(c, "without a key file");
+  c = valid_config();
+  c.tls.key_file = "client.key";
+  expect_invalid(c, "without a certificate file");
+  c.tls.cert_file = "client.crt";
+  std::string message;
+  EXPECT_FALSE(validate(c, message)) << message;
 }
 
 TEST(Config, FromNodeListThrowsATypedError) {
