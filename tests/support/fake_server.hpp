@@ -7,7 +7,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <stdexcept>
@@ -18,12 +17,15 @@
 namespace redlock::test {
 
 // A loopback server that is not Redis: it counts the connections it accepts and either closes
-// each at once (a crashing node) or answers anything with bytes that are not RESP.
+// each at once (a crashing node), answers anything with bytes that are not RESP, accepts and
+// never answers (a hung host), or forwards bytes both ways to a real server on `backend` (a
+// cured node). set_mode() switches at any time and closes the connections of the old mode, so
+// a client meets the new behaviour on its next connection.
 class FakeServer {
  public:
-  enum class Mode { close_at_once, garbage };
+  enum class Mode { close_at_once, garbage, silent, proxy };
 
-  explicit FakeServer(Mode mode) : mode_(mode) {
+  explicit FakeServer(Mode mode, std::uint16_t backend = 0) : mode_(mode), backend_(backend) {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -39,49 +41,130 @@ class FakeServer {
   ~FakeServer() {
     stop_ = true;
     thread_.join();
-    for (int c : clients_) ::close(c);
+    for (const auto& c : conns_) close_pair(c);
     ::close(fd_);
   }
   FakeServer(const FakeServer&) = delete;
   FakeServer& operator=(const FakeServer&) = delete;
 
-  std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
+  std::uint16_t port() const { return port_; }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  std::string url() const { return "redis://" + address(); }
   int accepted() const { return accepted_.load(); }
 
+  // From the next connection on (the current ones are closed); `backend` for Mode::proxy.
+  void set_mode(Mode mode, std::uint16_t backend = 0) {
+    mode_ = mode;
+    backend_ = backend;
+    ++generation_;
+  }
+
  private:
+  struct Conn {
+    int client = -1;
+    int backend = -1;  // Mode::proxy only
+  };
+
+  static void close_pair(const Conn& c) {
+    ::close(c.client);
+    if (c.backend >= 0) ::close(c.backend);
+  }
+
+  static int connect_to(std::uint16_t port) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(port);
+    if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) return fd;
+    if (fd >= 0) ::close(fd);
+    return -1;
+  }
+
+  static bool write_all(int fd, const char* p, std::size_t n) {
+    while (n > 0) {
+      auto w = ::write(fd, p, n);
+      if (w <= 0) return false;
+      p += w;
+      n -= static_cast<std::size_t>(w);
+    }
+    return true;
+  }
+
   void serve() {
+    int seen = generation_.load();
     while (!stop_) {
+      if (generation_.load() != seen) {
+        seen = generation_.load();
+        for (const auto& c : conns_) close_pair(c);
+        conns_.clear();
+      }
       std::vector<pollfd> fds{{fd_, POLLIN, 0}};
-      for (int c : clients_) fds.push_back({c, POLLIN, 0});
+      for (const auto& c : conns_) {
+        fds.push_back({c.client, POLLIN, 0});
+        fds.push_back({c.backend, POLLIN, 0});  // a negative fd is ignored by poll
+      }
       if (::poll(fds.data(), fds.size(), 20) <= 0) continue;
-      if (fds[0].revents & POLLIN) {
-        int c = ::accept(fd_, nullptr, nullptr);
-        if (c >= 0) {
-          ++accepted_;
-          if (mode_ == Mode::close_at_once) {
-            ::close(c);  // an orderly close, before reading anything
-          } else {
-            static const char kGarbage[] = "HTTP/1.1 400 Bad Request\r\n\r\n";
-            (void)!::write(c, kGarbage, sizeof kGarbage - 1);
-            clients_.push_back(c);
+      // Connections first (their indices in fds), then the listening socket, which may add one.
+      std::vector<Conn> kept;
+      for (std::size_t i = 0; i < conns_.size(); ++i) {
+        const Conn& c = conns_[i];
+        bool open = true;
+        char buf[16384];
+        for (int side = 0; side < 2 && open; ++side) {
+          const pollfd& p = fds[1 + 2 * i + static_cast<std::size_t>(side)];
+          if (p.fd < 0 || p.revents == 0) continue;
+          auto n = ::read(p.fd, buf, sizeof buf);
+          if (n <= 0) {
+            open = false;
+          } else if (c.backend >= 0) {  // forward; anything else is read and dropped
+            open = write_all(side == 0 ? c.backend : c.client, buf, static_cast<std::size_t>(n));
           }
         }
+        if (open) {
+          kept.push_back(c);
+        } else {
+          close_pair(c);
+        }
       }
-      // Garbage mode: keep each connection until its client closes it.
-      for (std::size_t i = 1; i < fds.size(); ++i) {
-        if (fds[i].revents == 0) continue;
-        char buf[4096];
-        if (::read(fds[i].fd, buf, sizeof buf) > 0) continue;
-        ::close(fds[i].fd);
-        clients_.erase(std::find(clients_.begin(), clients_.end(), fds[i].fd));
+      conns_.swap(kept);
+      if (fds[0].revents & POLLIN) {
+        int c = ::accept(fd_, nullptr, nullptr);
+        if (c < 0) continue;
+        ++accepted_;
+        switch (mode_.load()) {
+          case Mode::close_at_once:
+            ::close(c);  // an orderly close, before reading anything
+            break;
+          case Mode::garbage: {
+            static const char kGarbage[] = "HTTP/1.1 400 Bad Request\r\n\r\n";
+            (void)!::write(c, kGarbage, sizeof kGarbage - 1);
+            conns_.push_back({c, -1});  // kept until its client closes it
+            break;
+          }
+          case Mode::silent:
+            conns_.push_back({c, -1});
+            break;
+          case Mode::proxy: {
+            int b = connect_to(backend_.load());
+            if (b < 0) {
+              ::close(c);
+            } else {
+              conns_.push_back({c, b});
+            }
+            break;
+          }
+        }
       }
     }
   }
 
-  Mode mode_;
+  std::atomic<Mode> mode_;
+  std::atomic<std::uint16_t> backend_;
+  std::atomic<int> generation_{0};
   int fd_ = -1;
   std::uint16_t port_ = 0;
-  std::vector<int> clients_;  // server thread only
+  std::vector<Conn> conns_;  // server thread only
   std::atomic<int> accepted_{0};
   std::atomic<bool> stop_{false};
   std::thread thread_;
