@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds and runs the whole test suite with ctest, installing what is missing first.
 #   tools/test.sh              g++ build, warnings as errors
-#   tools/test.sh --sanitize   clang build under AddressSanitizer + UndefinedBehaviorSanitizer
+#   tools/test.sh --sanitize   clang build under AddressSanitizer + UndefinedBehaviorSanitizer,
+#                              with a short run of each fuzz target (docs/fuzzing.md)
 #   tools/test.sh --tsan       clang build under ThreadSanitizer (build/tsan)
 # Extra arguments after `--` go to ctest (e.g. -- -L unit).
 set -euo pipefail
@@ -25,7 +26,8 @@ redlock_ensure_packages $REDLOCK_PACKAGES_BUILD $REDLOCK_PACKAGES_TEST
 if [ "$mode" = sanitize ]; then
   dir=build/sanitize
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
-    -DCMAKE_CXX_COMPILER=clang++ -DREDLOCK_SANITIZE="address;undefined" >/dev/null
+    -DCMAKE_CXX_COMPILER=clang++ -DREDLOCK_SANITIZE="address;undefined" \
+    -DREDLOCK_FUZZ=ON >/dev/null  # and the fuzz.* tests: each target fuzzes for 20 s
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 elif [ "$mode" = tsan ]; then
