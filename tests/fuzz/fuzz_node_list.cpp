@@ -38,7 +38,7 @@ std::string percent_encoded(const std::string& s) {
 
 // A node as a node-list entry.
 std::string entry_of(const NodeAddress& n) {
-  std::string e = "redis://";
+  std::string e = n.tls ? "rediss://" : "redis://";
   if (!n.password.empty()) e += percent_encoded(n.user) + ":" + percent_encoded(n.password) + "@";
   e += n.host.find(':') != std::string::npos ? "[" + n.host + "]" : n.host;
   e += ":" + std::to_string(n.port);
@@ -48,7 +48,7 @@ std::string entry_of(const NodeAddress& n) {
 
 bool same(const NodeAddress& a, const NodeAddress& b) {
   return a.host == b.host && a.port == b.port && a.db == b.db && a.user == b.user &&
-         a.password == b.password;
+         a.password == b.password && a.tls == b.tls;
 }
 
 std::string lower(std::string s) {
