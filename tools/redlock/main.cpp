@@ -53,6 +53,9 @@ struct Globals {
   std::optional<long> retry_jitter_ms;
   std::optional<double> drift_factor;
   bool quiet = false;
+  // TLS, with redis-cli's option names: --tls makes every node rediss://.
+  bool tls = false;
+  redlock::TlsOptions tls_options;
 };
 
 int exit_code_for(std::error_code ec) {
@@ -77,6 +80,9 @@ redlock::Config make_config(const Globals& g) {
   if (g.retry_delay_ms) c.retry_delay = Milliseconds(*g.retry_delay_ms);
   if (g.retry_jitter_ms) c.retry_jitter = Milliseconds(*g.retry_jitter_ms);
   if (g.drift_factor) c.drift_factor = *g.drift_factor;
+  c.tls = g.tls_options;
+  if (g.tls)
+    for (auto& node : c.nodes) node.tls = true;
   return c;
 }
 
@@ -651,7 +657,7 @@ int main(int argc, char** argv) {
   app.fallthrough();  // global options are accepted after the verb as well
   app.require_subcommand(1);
   Globals g;
-  app.add_option("--nodes", g.nodes, "redis://[user:password@]host:port[/db],...")
+  app.add_option("--nodes", g.nodes, "redis[s]://[user:password@]host:port[/db],...")
       ->envname("REDLOCK_NODES");
   app.add_option("--ttl", g.ttl_ms, "lease in milliseconds (default 10000)");
   app.add_option("--prefix", g.prefix, "key prefix (default 'redlock:')");
@@ -662,6 +668,23 @@ int main(int argc, char** argv) {
   app.add_option("--retry-jitter", g.retry_jitter_ms, "random extra ms (default 100)");
   app.add_option("--drift-factor", g.drift_factor, "clock drift allowance (default 0.01)");
   app.add_flag("-q,--quiet", g.quiet, "no diagnostics on stderr, except errors");
+  // TLS, as in `redis-cli --tls`; each also from an environment variable.
+  app.add_flag("--tls", g.tls, "TLS to every node, as if each were rediss://")
+      ->envname("REDLOCK_TLS");
+  app.add_option("--cacert", g.tls_options.ca_file, "trusted CA certificates (PEM file)")
+      ->envname("REDLOCK_TLS_CACERT");
+  app.add_option("--cacertdir", g.tls_options.ca_dir, "directory of trusted CA certificates")
+      ->envname("REDLOCK_TLS_CACERTDIR");
+  app.add_option("--cert", g.tls_options.cert_file, "client certificate (PEM), with --key")
+      ->envname("REDLOCK_TLS_CERT");
+  app.add_option("--key", g.tls_options.key_file, "client private key (PEM), with --cert")
+      ->envname("REDLOCK_TLS_KEY");
+  app.add_option("--sni", g.tls_options.server_name,
+                 "server name to send and to check the certificate against (default: the host)")
+      ->envname("REDLOCK_TLS_SNI");
+  app.add_flag("--insecure", g.tls_options.insecure_skip_verify,
+               "DANGER: do not verify the servers' certificates (anyone can impersonate them)")
+      ->envname("REDLOCK_TLS_INSECURE");
 
   std::string key, token;
   std::optional<long> wait_ms;

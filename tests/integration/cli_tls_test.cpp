@@ -1,0 +1,106 @@
+// The `redlock` tool over TLS: redis-cli's option names (--tls, --cacert, --cert, --key, --sni,
+// --insecure) and their environment variables.
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "redis_server.hpp"
+
+namespace redlock::test {
+namespace {
+
+ProcessResult cli(std::vector<std::string> args, std::vector<std::string> env = {}) {
+  args.insert(args.begin(), REDLOCK_CLI_PATH);
+  return run_process(args, env);
+}
+
+bool is_token_line(const std::string& out) {
+  return std::regex_match(out, std::regex("[0-9a-f]{32}\n"));
+}
+
+class CliTls : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { files_ = new TlsFiles; }
+  static void TearDownTestSuite() {
+    delete files_;
+    files_ = nullptr;
+  }
+  static TlsFiles* files_;
+};
+TlsFiles* CliTls::files_ = nullptr;
+
+TEST_F(CliTls, TlsFlagAndCacertAcquireAndRelease) {
+  RedisCluster cluster(3, TlsMode::of(*files_));
+  // A plain node list made TLS by --tls, as with redis-cli.
+  std::string nodes;
+  for (std::size_t i = 0; i < cluster.size(); ++i)
+    nodes +=
+        (i ? "," : "") + std::string("redis://127.0.0.1:") + std::to_string(cluster[i].tls_port());
+  auto r = cli({"--nodes", nodes, "--tls", "--cacert", files_->ca_cert, "acquire", "cli-tls"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_TRUE(is_token_line(r.out)) << r.out;
+  std::string token = r.out.substr(0, 32);
+  EXPECT_TRUE(eventually([&] { return cluster.count_holding("redlock:cli-tls", token) == 3u; }));
+  auto rel =
+      cli({"--nodes", nodes, "--tls", "--cacert", files_->ca_cert, "release", "cli-tls", token});
+  EXPECT_EQ(rel.exit_code, 0) << rel.err;
+}
+
+TEST_F(CliTls, EnvironmentVariablesCarryTheTlsOptions) {
+  RedisCluster cluster(3, TlsMode::of(*files_, /*auth_clients=*/true));
+  std::vector<std::string> env = {"REDLOCK_NODES=" + cluster.tls_node_list("localhost"),
+                                  "REDLOCK_TLS_CACERT=" + files_->ca_cert,
+                                  "REDLOCK_TLS_CERT=" + files_->client_cert,
+                                  "REDLOCK_TLS_KEY=" + files_->client_key};
+  auto r = cli({"acquire", "cli-env"}, env);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(is_token_line(r.out)) << r.out;
+  // The same without the client certificate: refused, and the reason is named.
+  env.resize(2);
+  auto refused = cli({"acquire", "cli-env-2"}, env);
+  EXPECT_EQ(refused.exit_code, 3) << refused.err;
+  EXPECT_TRUE(refused.out.empty()) << refused.out;
+  EXPECT_NE(refused.err.find("client certificate"), std::string::npos) << refused.err;
+}
+
+TEST_F(CliTls, UntrustedServerIsRefusedUnlessInsecure) {
+  RedisCluster cluster(3, TlsMode::of(*files_));
+  std::vector<std::string> args = {"--nodes", cluster.tls_node_list(), "--cacert",
+                                   files_->other_ca_cert};
+  auto refused = args;
+  refused.insert(refused.end(), {"acquire", "cli-untrusted"});
+  auto r = cli(refused);
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_NE(r.err.find("certificate"), std::string::npos) << r.err;
+
+  auto insecure = args;
+  insecure.insert(insecure.end(), {"--insecure", "acquire", "cli-untrusted"});
+  auto ok = cli(insecure);
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_TRUE(is_token_line(ok.out)) << ok.out;
+}
+
+TEST_F(CliTls, SniNamesTheServerToCheck) {
+  RedisCluster cluster(3, TlsMode::of(*files_));
+  auto base = std::vector<std::string>{"--nodes", cluster.tls_node_list(), "--cacert",
+                                       files_->ca_cert, "--sni"};
+  auto wrong = base;
+  wrong.insert(wrong.end(), {"not-this-server.example", "acquire", "cli-sni"});
+  auto r = cli(wrong);
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("tls_name_mismatch"), std::string::npos) << r.err;
+  auto right = base;
+  right.insert(right.end(), {"localhost", "acquire", "cli-sni"});
+  auto ok = cli(right);
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+}
+
+TEST_F(CliTls, CertWithoutKeyIsAUsageError) {
+  auto r = cli({"--nodes", "rediss://127.0.0.1:1", "--cert", files_->client_cert, "acquire", "x"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("without a key file"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace redlock::test
