@@ -615,5 +615,92 @@ TEST_F(Cli, RunGivesTheCommandTheTerminal) {
   EXPECT_EQ(cluster.count_existing("redlock:tty"), 0u);
 }
 
+// Bad input at the command line: each case has one answer (docs/errors.md, "Bad input").
+// Usage errors exit 2 and name the bad part; nothing reaches the nodes.
+TEST_F(Cli, BadDurationsExitTwoAndNameTheOption) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {{"--ttl", "-5", "acquire", "d"}, "must be positive"},
+      {{"--ttl", "2", "acquire", "d"}, "drift"},
+      {{"--ttl", "1099511627777", "acquire", "d"}, "longest"},
+      {{"--ttl", "99999999999999999999", "acquire", "d"}, "longest"},
+      {{"--ttl", "abc", "acquire", "d"}, "--ttl"},
+      {{"acquire", "d", "--wait", "-1"}, "wait must not be negative"},
+      {{"acquire", "d", "--wait", "soon"}, "--wait"},
+      {{"--request-timeout", "-1", "acquire", "d"}, ""},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> args = {"--nodes", nodes};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    auto r = cli(args);
+    std::string shown;
+    for (const auto& a : c.args) shown += a + " ";
+    EXPECT_EQ(r.exit_code, 2) << shown << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << shown << r.err;
+    EXPECT_TRUE(r.out.empty()) << shown;
+  }
+  EXPECT_EQ(cluster.count_existing("redlock:d"), 0u);
+}
+
+TEST_F(Cli, BadNodeListsExitTwo) {
+  std::string one = cluster[0].url();
+  std::string spelled = "redis://127.0.0.1:0" + std::to_string(cluster[0].port());
+  for (const std::string& list : {std::string(), std::string(","), one + "," + spelled,
+                                  one + "," + one + "/2", std::string("redis://127.0.0.1:0")}) {
+    auto r = cli({"--nodes", list, "acquire", "n"});
+    EXPECT_EQ(r.exit_code, 2) << "'" << list << "': " << r.err;
+    EXPECT_FALSE(r.err.empty());
+  }
+  // One server under a name and under its address: the list cannot tell, the server does; it
+  // never votes twice, so 1 of the 2 listed nodes is no quorum.
+  auto twice = cli({"--nodes", one + ",redis://localhost:" + std::to_string(cluster[0].port()),
+                    "acquire", "n", "--wait", "0"});
+  EXPECT_TRUE(twice.exit_code == 1 || twice.exit_code == 3) << twice.err;
+  EXPECT_TRUE(twice.out.empty()) << "no token for a false grant";
+  EXPECT_TRUE(eventually([&] { return cluster.count_existing("redlock:n") == 0; }));
+}
+
+// Keys are bytes: spaces, CR LF, RESP-looking text, invalid UTF-8, and up to the size of one
+// command-line argument.
+TEST_F(Cli, BinaryAndHugeKeysRoundTrip) {
+  for (const std::string& key : {std::string("a b"), std::string("\r\n*1\r\n$8\r\nFLUSHALL"),
+                                 std::string("\xff\xfe"), std::string(100'000, 'k')}) {
+    auto a = cli({"--nodes", nodes, "-q", "acquire", key});
+    ASSERT_EQ(a.exit_code, 0) << a.err.substr(0, 300);
+    ASSERT_TRUE(is_token_line(a.out)) << a.out;
+    std::string token = a.out.substr(0, 32);
+    EXPECT_TRUE(eventually([&] { return cluster.count_holding("redlock:" + key, token) == 3; }));
+    auto r = cli({"--nodes", nodes, "-q", "release", key, token});
+    EXPECT_EQ(r.exit_code, 0) << r.err.substr(0, 300);
+  }
+  EXPECT_EQ(cluster[0].command({"DBSIZE"}), "0");
+}
+
+// A token is opaque: one that is empty exits 2; any other that is not the holder's exits 1
+// and leaves the holder's lock as it was.
+TEST_F(Cli, MalformedTokensExitOneAndLeaveTheHolder) {
+  auto a = cli({"--nodes", nodes, "-q", "--ttl", "5000", "acquire", "m"});
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  std::string token = a.out.substr(0, 32);
+  std::string upper = token;
+  for (auto& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  auto empty = cli({"--nodes", nodes, "release", "m", ""});
+  EXPECT_EQ(empty.exit_code, 2) << empty.err;
+  EXPECT_NE(empty.err.find("token"), std::string::npos) << empty.err;
+  for (const std::string& t : {std::string("zz"), upper, token + "0", token.substr(1),
+                               std::string("--"), std::string(50'000, 'f')}) {
+    auto rel = cli({"--nodes", nodes, "-q", "release", "m", "--", t});
+    EXPECT_EQ(rel.exit_code, 1) << t.substr(0, 40) << ": " << rel.err.substr(0, 300);
+    auto ext = cli({"--nodes", nodes, "-q", "--ttl", "60000", "extend", "m", "--", t});
+    EXPECT_EQ(ext.exit_code, 1) << t.substr(0, 40) << ": " << ext.err.substr(0, 300);
+  }
+  EXPECT_EQ(cluster.count_holding("redlock:m", token), 3u);
+  EXPECT_LE(std::stoll(cluster[0].command({"PTTL", "redlock:m"})), 5000) << "not extended";
+  EXPECT_EQ(cli({"--nodes", nodes, "release", "m", token}).exit_code, 0);
+}
+
 }  // namespace
 }  // namespace redlock::test
