@@ -61,6 +61,8 @@ struct NodeStatus {
   std::string server_version;               ///< The server's `redis_version`, when it answered.
   std::error_code error;                    ///< Why it did not answer (docs/errors.md).
   std::string detail;                       ///< The server's error text or the connection error.
+  /// What the restart safeguards warned about the node (e.g. persistence), each once.
+  std::vector<std::string> warnings;
 };
 
 /// \brief A connection to the N nodes, and every lock operation on them.

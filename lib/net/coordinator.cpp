@@ -457,6 +457,7 @@ Coordinator::Coordinator(uv_loop_t* loop, const Config& config)
         std::make_unique<Node>(loop_, i, config_.nodes[i], config_, rng_(), nullptr,
                                std::vector<const Script*>{&script_acquire, &script_renew,
                                                           &script_release, &script_fence}));
+    nodes_.back()->set_server_ids(&server_ids_);
     addresses->push_back(nodes_.back()->address());
   }
   addresses_ = std::move(addresses);
@@ -611,7 +612,7 @@ void Coordinator::release_lease(const std::shared_ptr<Lease>& lease, Client::Rel
 void Coordinator::status(Client::StatusCallback done) {
   FanOut::start(
       *this, Command{nullptr, {}, {"INFO", "server"}}, 1, classify_text,
-      [done = std::move(done)](FanOut& f, std::size_t) {
+      [this, done = std::move(done)](FanOut& f, std::size_t) {
         std::vector<NodeStatus> rows;
         for (std::size_t i = 0; i < f.votes().nodes.size(); ++i) {
           const auto& v = f.votes().nodes[i];
@@ -622,6 +623,7 @@ void Coordinator::status(Client::StatusCallback done) {
           s.server_version = info_field(f.texts()[i], "redis_version");
           s.error = v.error;
           s.detail = v.detail;
+          s.warnings = nodes_[i]->warnings();
           rows.push_back(std::move(s));
         }
         deliver_guarded("status", [&] { done(std::move(rows)); });

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "../core/quorum.hpp"
+#include "../core/safeguards.hpp"
 #include "lease.hpp"
 #include "node.hpp"
 #include "redlock/client.hpp"
@@ -125,6 +126,7 @@ class Coordinator {
   uv_loop_t* loop_;
   const Config& config_;
   std::mt19937_64 rng_;
+  ServerIds server_ids_;  // before nodes_: the nodes refer to it
   std::vector<std::unique_ptr<Node>> nodes_;
   std::shared_ptr<const std::vector<std::string>> addresses_;
   Waiters waiters_;

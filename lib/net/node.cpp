@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <utility>
 
 #include "../core/quorum.hpp"
+#include "../core/safeguards.hpp"
 #include "protocol.hpp"
 #include "redlock/errors.hpp"
 #include "tls.hpp"
@@ -74,6 +76,11 @@ Node::Node(uv_loop_t* loop, std::size_t index, NodeAddress address, const Config
     auth_.args.push_back(address_.password);
   }
   if (address_.db != 0) select_.args = {"SELECT", std::to_string(address_.db)};
+  // A subscriber only hears release notices: the safeguards are for the nodes that vote.
+  if (subscriber_ == nullptr &&
+      (config_.check_role || config_.check_duplicates || config_.check_persistence ||
+       config_.restart_guard > Milliseconds::zero()))
+    info_.args = {"INFO"};
   unsigned char buf[sizeof(in6_addr)];
   numeric_host_ = inet_pton(AF_INET, address_.host.c_str(), buf) == 1 ||
                   inet_pton(AF_INET6, address_.host.c_str(), buf) == 1;
@@ -176,9 +183,9 @@ void Node::connect_to(const std::string& ip) {
   state_ = State::connecting;
   uv_timer_start(&connect_timer_, &Node::on_connect_timer,
                  static_cast<std::uint64_t>(config_.connect_timeout.count()), 0);
-  // AUTH and SELECT go first, as soon as the connection is open. Callers' commands wait until
-  // both succeeded (begin_session).
-  for (const Command* hs : {&auth_, &select_}) {
+  // AUTH, SELECT and INFO go first, as soon as the connection is open. Callers' commands wait
+  // until all succeeded and INFO passed the safeguards (begin_session).
+  for (const Command* hs : {&auth_, &select_, &info_}) {
     if (hs->args.empty()) continue;
     Pending p{hs,
               nullptr,
@@ -206,10 +213,25 @@ void Node::begin_session(Conn& conn) {
   conn.in_session = true;
   state_ = State::ready;
   note_error({}, "");
+  if (ask_fsync_) {
+    Argv argv;
+    argv.push("CONFIG");
+    argv.push("GET");
+    argv.push("appendfsync");
+    if (append_command(conn.transport->output(), argv)) {
+      conn.pending.push_back(Pending{nullptr, nullptr, 0, uv_hrtime(), Kind::probe, false, false});
+      conn.transport->flush_soon();
+    }
+  }
   for (const Script* script : preload_) load_script(conn, *script);
   for (const auto& channel : channels_) issue_subscription(conn, "SUBSCRIBE", channel);
   // The commands that waited go out in the order they were sent, behind the scripts they need,
   // each still bounded by its own deadline.
+  if (ineligible()) {
+    // Restarted too recently: what waited for this session fails, never sent.
+    fail_held(last_error_, last_error_detail_);
+    return;
+  }
   Fifo<Pending> held;
   std::swap(held, held_);
   std::vector<Pending> refused;
@@ -253,6 +275,7 @@ std::error_code Node::send(const Command& command, ReplySink* sink) {
     arm_request_timer(p.deadline_ms);
     return {};
   }
+  if (ineligible()) return last_error_;
   if (!issue(*current_, p)) return make_error_code(Errc::connection_lost);
   return {};
 }
@@ -345,8 +368,16 @@ bool Node::handle_reply(Conn& conn, const redisReply* reply, std::uint64_t recei
   conn.pending.pop_front();
 
   if (p.kind == Kind::internal) return true;  // SCRIPT LOAD: a failure shows on the script's use
+  if (p.kind == Kind::probe) {
+    handle_probe(reply);
+    return true;
+  }
   if (p.kind == Kind::handshake) {
-    if (reply->type == REDIS_REPLY_ERROR) {
+    if (reply->type == REDIS_REPLY_ERROR && p.command == &info_) {
+      // INFO refused (an ACL without it, or renamed): the node may still vote, unchecked.
+      warn("the restart safeguards could not check it: INFO answered " +
+           std::string(reply->str, reply->len));
+    } else if (reply->type == REDIS_REPLY_ERROR) {
       std::string text(reply->str, reply->len);
       auto ec = error_from_reply_text(text);
       if (p.command == &auth_ && ec == make_error_code(Errc::redis_error))
@@ -354,6 +385,8 @@ bool Node::handle_reply(Conn& conn, const redisReply* reply, std::uint64_t recei
       // Never answered: the connect backs off, and every command that waited for this
       // session fails without having been sent.
       close_current(ec, p.command->args.front() + ": " + text);
+      return false;
+    } else if (p.command == &info_ && !apply_info(conn, reply)) {
       return false;
     }
     if (--conn.handshake_left == 0) begin_session(conn);
@@ -405,6 +438,69 @@ void Node::handle_push(const redisReply* r) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Restart safeguards (lib/core/safeguards.hpp)
+
+bool Node::apply_info(Conn& conn, const redisReply* reply) {
+  (void)conn;
+  if (reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_STATUS) {
+    warn("the restart safeguards could not check it: INFO gave no text");
+    return true;
+  }
+  auto facts = parse_info(std::string_view(reply->str, reply->len));
+  std::string other;
+  if (server_ids_ != nullptr && !facts.run_id.empty())
+    other = server_ids_->holder(facts.run_id, index_);
+  auto verdict = judge(facts, config_, other);
+  if (verdict.refuse) {
+    // Never answered: the node backs off like any failed connect, and what waited fails with
+    // the reason.
+    close_current(verdict.refuse, verdict.why);
+    return false;
+  }
+  if (server_ids_ != nullptr && !facts.run_id.empty() && config_.check_duplicates)
+    server_ids_->claim(facts.run_id, index_, label_);
+  uptime_s_ = facts.uptime_s.value_or(0);
+  eligible_at_ = uv_now(loop_) + static_cast<std::uint64_t>(verdict.ineligible_for.count());
+  ask_fsync_ = verdict.ask_fsync;
+  for (const auto& w : verdict.warnings) warn(w);
+  return true;
+}
+
+void Node::handle_probe(const redisReply* r) {
+  // CONFIG GET appendfsync: ["appendfsync", value]. Refused (managed services often rename
+  // CONFIG): nothing is known, nothing is said.
+  if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 || r->element[1]->type != REDIS_REPLY_STRING)
+    return;
+  auto text = fsync_warning(std::string_view(r->element[1]->str, r->element[1]->len));
+  if (!text.empty()) warn(text);
+}
+
+void Node::warn(const std::string& text) {
+  if (std::find(warnings_.begin(), warnings_.end(), text) != warnings_.end()) return;
+  warnings_.push_back(text);
+  std::string line = "node " + label_ + ": " + text;
+  if (config_.on_warning) {
+    try {
+      config_.on_warning(line);
+    } catch (...) {
+      // A warning handler that throws must not take the connection down.
+    }
+  } else {
+    std::fprintf(stderr, "redlock: warning: %s\n", line.c_str());
+  }
+}
+
+bool Node::ineligible() {
+  auto now = uv_now(loop_);
+  if (now >= eligible_at_) return false;
+  note_error(make_error_code(Errc::node_restarting),
+             "restarted " + std::to_string(uptime_s_) + " s ago; not eligible for another " +
+                 std::to_string(eligible_at_ - now) + " ms (restart guard: the largest lease, " +
+                 ms_text(restart_threshold(config_)) + ", must pass first)");
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Losing connections
 
 void Node::on_conn_error(Conn& conn, std::error_code error, std::string_view detail) {
@@ -418,6 +514,7 @@ void Node::on_conn_closed(Conn& conn) {
 }
 
 void Node::close_current(std::error_code reason, std::string detail) {
+  if (server_ids_ != nullptr) server_ids_->release(index_);
   Conn& old = *current_;
   old.closed = true;
   old.transport->close();  // freed when its transport is gone (on_conn_closed)
@@ -578,6 +675,7 @@ void Node::check_timeouts() {
 void Node::shutdown() {
   if (state_ == State::shut_down) return;
   state_ = State::shut_down;
+  if (server_ids_ != nullptr) server_ids_->release(index_);
   if (resolving_) uv_cancel(reinterpret_cast<uv_req_t*>(&resolve_));
   uv_timer_stop(&request_timer_);
   uv_timer_stop(&connect_timer_);

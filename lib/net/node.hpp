@@ -31,6 +31,8 @@ struct redisReply;
 
 namespace redlock::detail {
 
+class ServerIds;
+
 struct Script {
   const char* name;
   const char* body;
@@ -91,6 +93,9 @@ class Node {
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
 
+  // The client's register of servers by run_id, for the duplicate check (restart safeguards).
+  // Set before start(); data nodes only.
+  void set_server_ids(ServerIds* ids) noexcept { server_ids_ = ids; }
   void start();
   // Either returns an error at once (the sink is never called) or calls sink->on_node_reply
   // exactly once later, on the loop thread, never from inside send(). While the node is
@@ -109,15 +114,18 @@ class Node {
   const std::string& address() const noexcept { return label_; }
   std::error_code last_error() const noexcept { return last_error_; }
   const std::string& last_error_detail() const noexcept { return last_error_detail_; }
+  // What the restart safeguards warned about this node (each once), for `redlock status`.
+  const std::vector<std::string>& warnings() const noexcept { return warnings_; }
 
  private:
   // idle: not started. connecting: resolving, connecting or in the handshake; callers'
   // commands wait. ready: in session. backoff: down, a reconnect is scheduled; callers'
   // commands fail at once.
   enum class State { idle, connecting, ready, backoff, shut_down };
-  // handshake: AUTH, SELECT (a failure closes the connection); internal: SCRIPT LOAD (its reply
-  // is not needed); user: a caller's command.
-  enum class Kind : std::uint8_t { user, handshake, internal };
+  // handshake: AUTH, SELECT (a failure closes the connection), INFO (the restart safeguards);
+  // internal: SCRIPT LOAD (its reply is not needed); probe: CONFIG GET appendfsync (its reply
+  // may give a warning); user: a caller's command.
+  enum class Kind : std::uint8_t { user, handshake, internal, probe };
 
   struct Pending {
     const Command* command;
@@ -148,6 +156,14 @@ class Node {
   // the commands that waited for it.
   void begin_session(Conn& conn);
   void load_script(Conn& conn, const Script& script);
+  // The handshake's INFO: refuses the node (closing the connection: false), makes it
+  // ineligible for a while, or warns.
+  bool apply_info(Conn& conn, const redisReply* reply);
+  void handle_probe(const redisReply* reply);
+  // Hands a warning about this node to Config::on_warning (or standard error), once per text.
+  void warn(const std::string& text);
+  // The restart guard: the error send() gives while the node is not eligible yet.
+  bool ineligible();
   void issue_subscription(Conn& conn, const char* verb, const std::string& channel);
   // Fails every command that waits for a session (never sent) with `error`.
   void fail_held(std::error_code error, const std::string& detail);
@@ -187,9 +203,15 @@ class Node {
 
   MessageSink* subscriber_;
   std::vector<const Script*> preload_;
-  std::set<std::string> channels_;    // subscriber nodes: what to (re)subscribe to
-  Command auth_;                      // AUTH [user] password, when the node has a password
-  Command select_;                    // SELECT db, when db != 0
+  std::set<std::string> channels_;  // subscriber nodes: what to (re)subscribe to
+  Command auth_;                    // AUTH [user] password, when the node has a password
+  Command select_;                  // SELECT db, when db != 0
+  Command info_;                    // INFO, when a restart safeguard is on (data nodes)
+  ServerIds* server_ids_ = nullptr;
+  std::uint64_t eligible_at_ = 0;  // uv_now() time from which the restart guard lets it vote
+  std::int64_t uptime_s_ = 0;      // as INFO said, for the restart guard's message
+  bool ask_fsync_ = false;         // the session begins with CONFIG GET appendfsync
+  std::vector<std::string> warnings_;
   std::uint64_t armed_deadline_ = 0;  // deadline the request timer is armed for (uv_now time)
 
   uv_timer_t request_timer_{};

@@ -72,6 +72,10 @@ redlock::Config make_config(const Globals& g) {
     throw redlock::Error(make_error_code(Errc::invalid_config),
                          "no nodes: pass --nodes or set REDLOCK_NODES");
   auto c = redlock::Config::from_node_list(g.nodes);
+  // Safeguard warnings (persistence) are diagnostics: shown unless --quiet.
+  c.on_warning = [quiet = g.quiet](const std::string& warning) {
+    if (!quiet) std::cerr << "redlock: warning: " << warning << '\n';
+  };
   if (g.ttl_ms) c.ttl = Milliseconds(*g.ttl_ms);
   if (g.prefix) c.key_prefix = *g.prefix;
   if (g.connect_timeout_ms) c.connect_timeout = Milliseconds(*g.connect_timeout_ms);
@@ -631,6 +635,7 @@ int do_status(redlock::Client& client) {
     }
     std::printf("%-28s %-5s %10s  %-10s %s\n", row.address.c_str(), row.up ? "up" : "down", rtt,
                 row.server_version.empty() ? "-" : row.server_version.c_str(), detail.c_str());
+    for (const auto& warning : row.warnings) std::printf("  warning: %s\n", warning.c_str());
   }
   std::size_t quorum = rows.size() / 2 + 1;
   std::printf("%zu of %zu nodes up; quorum %zu %s\n", up, rows.size(), quorum,
