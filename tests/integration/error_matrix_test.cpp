@@ -550,10 +550,14 @@ TEST_P(ErrorMatrix, Cell) {
   if (!readable_while_bad())
     for (std::size_t i : bad()) after.push_back(connections(i));
   auto window = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - bad_since);
-  long bound = 40 * (1 + window.count() / 1000);
-  for (std::size_t k = 0; k < bad().size(); ++k)
+  long bound = 30 * ((window.count() + 999) / 1000);  // measured: 0 to 10 a second
+  for (std::size_t k = 0; k < bad().size(); ++k) {
     EXPECT_LE(after[k] - before[k], bound)
         << address_of(bad()[k]) << ": connections in " << window.count() << " ms";
+    RecordProperty(
+        "connections_" + std::to_string(bad()[k]),
+        std::to_string(after[k] - before[k]) + " in " + std::to_string(window.count()) + " ms");
+  }
 
   // No key outlives its ttl, on any node.
   EXPECT_TRUE(test::eventually([&] { return cluster_->count_existing(key) == 0; }, kTtl + 1s))
