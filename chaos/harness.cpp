@@ -213,13 +213,21 @@ void Run::start_nodes(std::size_t n, bool persistent,
   for (std::size_t i = 0; i < n; ++i) {
     std::vector<std::string> env =
         i < env_per_node.size() ? env_per_node[i] : std::vector<std::string>{};
-    nodes_.push_back(std::make_unique<test::RedisServer>(args, std::string(), env));
+    if (settings_.tls != nullptr)
+      nodes_.push_back(
+          std::make_unique<test::RedisServer>(test::TlsMode::of(*settings_.tls), args, env));
+    else
+      nodes_.push_back(std::make_unique<test::RedisServer>(args, std::string(), env));
     paused_.push_back(false);
   }
   std::string ports;
-  for (auto& s : nodes_) ports += " " + std::to_string(s->port());
-  event(std::to_string(n) + " nodes" + (persistent ? " (appendfsync always)" : "") + " on ports" +
-        ports);
+  for (std::size_t i = 0; i < nodes_.size(); ++i) ports += " " + std::to_string(client_port(i));
+  event(std::to_string(n) + " nodes" + (persistent ? " (appendfsync always)" : "") +
+        (settings_.tls != nullptr ? " (TLS)" : "") + " on ports" + ports);
+}
+
+std::uint16_t Run::client_port(std::size_t i) const {
+  return settings_.tls != nullptr ? nodes_.at(i)->tls_port() : nodes_.at(i)->port();
 }
 
 std::string Run::node_list(const std::vector<std::uint16_t>& ports) const {
@@ -227,7 +235,8 @@ std::string Run::node_list(const std::vector<std::uint16_t>& ports) const {
   std::size_t n = ports.empty() ? nodes_.size() : ports.size();
   for (std::size_t i = 0; i < n; ++i) {
     if (!s.empty()) s += ",";
-    s += "redis://127.0.0.1:" + std::to_string(ports.empty() ? nodes_[i]->port() : ports[i]);
+    s += settings_.tls != nullptr ? "rediss://127.0.0.1:" : "redis://127.0.0.1:";
+    s += std::to_string(ports.empty() ? client_port(i) : ports[i]);
   }
   return s;
 }

@@ -33,6 +33,9 @@ struct Settings {
   std::string redlock_path;  // the redlock CLI
   std::string out_dir;       // where each scenario's records and logs go
   bool smoke = false;        // smoke lengths (shorter loop phases)
+  // --tls: the nodes speak TLS only to the clients (rediss://, certificates made at start;
+  // workers and the CLI trust their CA through REDLOCK_TLS_CACERT).
+  const test::TlsFiles* tls = nullptr;
   bool verbose = false;
 };
 
@@ -160,7 +163,10 @@ class Run {
                    std::vector<std::vector<std::string>> env_per_node = {});
   std::size_t size() const { return nodes_.size(); }
   test::RedisServer& node(std::size_t i) { return *nodes_.at(i); }
-  // "redis://127.0.0.1:p1,..." over the nodes' own ports, or over `ports` when given.
+  // The port the clients use: node i's TLS port under --tls, else its port.
+  std::uint16_t client_port(std::size_t i) const;
+  // "redis://127.0.0.1:p1,..." (rediss:// under --tls) over the nodes' client ports, or over
+  // `ports` when given.
   std::string node_list(const std::vector<std::uint16_t>& ports = {}) const;
   void crash(std::size_t i);    // kill -9
   void restart(std::size_t i);  // start again on the same port (empty unless persistent)

@@ -5,7 +5,8 @@
 //   redlock_chaos --all             every scenario
 //   redlock_chaos NAME...           the named ones
 // Options: --out DIR (records and logs; default a temporary directory, kept when a scenario
-// fails), --worker PATH, --redlock PATH, -v (events on stderr as they happen).
+// fails), --worker PATH, --redlock PATH, -v (events on stderr as they happen), --tls (the
+// nodes speak TLS to the clients: rediss://, certificates made with openssl at start).
 //
 // Exit status: 0 when every scenario that ran showed what it should; 1 when one did not, or a
 // process died of a signal; 2 on usage errors.
@@ -17,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -37,7 +39,7 @@ using namespace redlock::chaos;
 
 int usage() {
   std::fprintf(stderr,
-               "usage: redlock_chaos [--list | --smoke | --all | NAME...] [--out DIR]\n"
+               "usage: redlock_chaos [--list | --smoke | --all | NAME...] [--tls] [--out DIR]\n"
                "                     [--worker PATH] [--redlock PATH] [-v]\n");
   return 2;
 }
@@ -63,7 +65,7 @@ int main(int argc, char** argv) {
   Settings settings;
   settings.worker_path = REDLOCK_CHAOS_WORKER_PATH;
   settings.redlock_path = REDLOCK_CLI_PATH;
-  bool list = false, all = false;
+  bool list = false, all = false, tls = false;
   std::vector<std::string> names;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -75,6 +77,8 @@ int main(int argc, char** argv) {
       list = true;
     else if (a == "--smoke")
       settings.smoke = true;
+    else if (a == "--tls")
+      tls = true;
     else if (a == "--all")
       all = true;
     else if (a == "--out")
@@ -136,6 +140,19 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "redlock_chaos: cannot bring lo up: %s\n", e.what());
       return 2;
     }
+  }
+  // --tls: certificates for this run; workers and the CLI (children, by the environment) trust
+  // its CA. The nodes keep a plain port for the runner's own checks only.
+  std::unique_ptr<redlock::test::TlsFiles> tls_files;
+  if (tls) {
+    try {
+      tls_files = std::make_unique<redlock::test::TlsFiles>();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "redlock_chaos: --tls: %s\n", e.what());
+      return 2;
+    }
+    settings.tls = tls_files.get();
+    ::setenv("REDLOCK_TLS_CACERT", tls_files->ca_cert.c_str(), 1);
   }
   // The runner writes to control workers' pipes, which may close; it is not the library's host.
   // Its children get SIGPIPE back at its default (Child does that).

@@ -30,8 +30,8 @@ void partition(Run& run, std::size_t k) {
     order.resize(k);
     std::string which;
     for (auto i : order) {
-      net.drop_to_port(run.node(i).port());
-      net.drop_from_port(run.node(i).port());
+      net.drop_to_port(run.client_port(i));
+      net.drop_from_port(run.client_port(i));
       which += " " + std::to_string(i);
     }
     run.event("partitioned nodes" + which);
@@ -58,7 +58,7 @@ void reply_loss(Run& run) {
     order.resize(round % 2 == 0 ? 2 : 3);
     std::string which;
     for (auto i : order) {
-      net.drop_from_port(run.node(i).port());
+      net.drop_from_port(run.client_port(i));
       which += " " + std::to_string(i);
     }
     run.event("replies dropped from nodes" + which);
@@ -67,7 +67,7 @@ void reply_loss(Run& run) {
     run.network_healed();
     run.sleep(500ms);
   }
-  for (std::size_t i = 0; i < run.size(); ++i) net.loss(run.node(i).port(), 30);
+  for (std::size_t i = 0; i < run.size(); ++i) net.loss(run.client_port(i), 30);
   run.event("30% random loss on every node");
   run.sleep(Ms(d / 2 - 2500));  // healed before the workers stop
   net.heal_all();
@@ -84,7 +84,7 @@ void delay_beyond_validity(Run& run) {
   std::vector<std::unique_ptr<FaultProxy>> proxies;
   std::vector<std::uint16_t> ports;
   for (std::size_t i = 0; i < run.size(); ++i) {
-    proxies.push_back(std::make_unique<FaultProxy>(run.node(i).port()));
+    proxies.push_back(std::make_unique<FaultProxy>(run.client_port(i)));
     ports.push_back(proxies.back()->port());
   }
   long d = run.phase(9000, 16000);

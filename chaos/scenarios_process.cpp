@@ -56,7 +56,7 @@ void minority_crash(Run& run) {
 
 // --- deterministic restarts ----------------------------------------------------------------
 
-enum class Restart { empty, delayed, fsync };
+enum class Restart { empty, delayed, fsync, guarded };
 constexpr long kHolderTtl = 3000;
 
 // Holder A takes the lock with a long ttl: on all five nodes, or (bare) on exactly nodes 0, 1, 2
@@ -64,13 +64,19 @@ constexpr long kHolderTtl = 3000;
 // Then the nodes of A's quorum that a second holder needs crash: node 0 (bare: 0 + 3 + 4 is a
 // majority without A) or nodes 0, 1, 2. They come back empty at once (the negative controls),
 // after the largest ttl in use, or with their data (appendfsync always). B then asks.
+// Guarded: they come back empty at once, as in the negative controls, but the clients run
+// with the restart guard (Config::restart_guard), which keeps a node whose uptime is below the
+// largest lease from voting: the client-side delayed restart.
 void restart_control(Run& run, bool bare, Restart how) {
   run.start_nodes(5, how == Restart::fsync);
   WorkerSpec spec;
   spec.ttl = kHolderTtl;
+  if (how == Restart::guarded) spec.extra_args = {"--restart-guard", std::to_string(kHolderTtl)};
   auto& a = run.control("A", spec);
   auto& b = run.control("B", spec);
   run.sleep(300ms);  // both clients connected
+  // With the guard, fresh nodes vote once their uptime (whole seconds) reaches the lease.
+  if (how == Restart::guarded) run.sleep(Ms(kHolderTtl + 1200));
   if (bare) {
     run.pause(3);
     run.pause(4);
@@ -107,6 +113,14 @@ void restart_control(Run& run, bool bare, Restart how) {
   }
   for (auto i : victims) run.restart(i);
   run.sleep(500ms);  // the clients reconnect
+  if (how == Restart::guarded) {
+    auto rb = b.call("acquire " + std::to_string(kHolderTtl) + " 0");
+    run.check(!granted(rb), "B is refused while the restarted nodes are not eligible: " + rb);
+    if (granted(rb)) {
+      b.call("end");
+      b.call("release");
+    }
+  }
   if (how == Restart::empty) {
     auto rb = b.call("acquire " + std::to_string(kHolderTtl) + " 2000");
     run.check(granted(rb), "B acquires while A's lock is still valid: " + rb);
@@ -196,7 +210,7 @@ void crash_storm(Run& run) {
   std::vector<std::unique_ptr<FaultProxy>> proxies;
   std::vector<std::uint16_t> ports;
   for (std::size_t i = 0; i < run.size(); ++i) {
-    proxies.push_back(std::make_unique<FaultProxy>(run.node(i).port()));
+    proxies.push_back(std::make_unique<FaultProxy>(run.client_port(i)));
     ports.push_back(proxies.back()->port());
   }
   long d = run.phase(10000, 25000);
@@ -406,6 +420,13 @@ void add_process_scenarios(std::vector<Scenario>& out) {
                  {},
                  "the same, node 0 restarts after the largest ttl: B waits for A's window",
                  [](Run& r) { restart_control(r, true, Restart::delayed); }});
+  out.push_back({"bare_quorum_guarded_restart",
+                 Expect::safe,
+                 true,
+                 {},
+                 "the empty restart again, clients with the restart guard: node 0 is not "
+                 "eligible until the largest ttl has passed, so B waits for A's window",
+                 [](Run& r) { restart_control(r, true, Restart::guarded); }});
   out.push_back({"bare_quorum_fsync_restart",
                  Expect::safe,
                  true,

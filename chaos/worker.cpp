@@ -62,6 +62,7 @@ struct Options {
   std::string resource = "chaos";
   std::string counter = "chaos:counter";
   long ttl = 1000;
+  long restart_guard = 0;  // Config::restart_guard: 0 off
   long wait = 2000;
   long hold = 2;
   long hold_jitter = 0;
@@ -92,7 +93,7 @@ struct Options {
                "  [--request-timeout MS]\n"
                "  [--connect-timeout MS] [--retry-delay MS] [--retry-jitter MS]\n"
                "  [--retry-count N] [--reconnect-min MS] [--reconnect-max MS] [--drift F]\n"
-               "  [--counter KEY] [--redlock PATH]\n",
+               "  [--counter KEY] [--redlock PATH] [--restart-guard MS]\n",
                why.c_str());
   std::exit(2);
 }
@@ -129,6 +130,8 @@ Options parse(int argc, char** argv) {
       o.counter = value();
     else if (a == "--ttl")
       o.ttl = number();
+    else if (a == "--restart-guard")
+      o.restart_guard = number();
     else if (a == "--wait")
       o.wait = number();
     else if (a == "--hold")
@@ -284,6 +287,7 @@ redlock::Config make_config(const Options& o) {
   auto c = redlock::Config::from_node_list(o.nodes);
   c.ttl = Milliseconds(o.ttl);
   c.watchdog_lease = Milliseconds(o.ttl);
+  c.restart_guard = Milliseconds(o.restart_guard);
   c.request_timeout = Milliseconds(o.request_timeout);
   c.connect_timeout = Milliseconds(o.connect_timeout);
   c.retry_delay = Milliseconds(o.retry_delay);
@@ -292,6 +296,8 @@ redlock::Config make_config(const Options& o) {
   c.reconnect_min = Milliseconds(o.reconnect_min);
   c.reconnect_max = Milliseconds(o.reconnect_max);
   c.drift_factor = o.drift;
+  // The runner's --tls: the nodes are rediss://, signed by this CA.
+  if (const char* ca = std::getenv("REDLOCK_TLS_CACERT")) c.tls.ca_file = ca;
   return c;
 }
 

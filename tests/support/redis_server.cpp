@@ -111,8 +111,9 @@ RedisServer::RedisServer(std::vector<std::string> extra_args, std::string passwo
   }
 }
 
-RedisServer::RedisServer(TlsMode tls, std::vector<std::string> extra_args)
-    : extra_args_(std::move(extra_args)), tls_(std::move(tls)) {
+RedisServer::RedisServer(TlsMode tls, std::vector<std::string> extra_args,
+                         std::vector<std::string> env)
+    : extra_args_(std::move(extra_args)), env_(std::move(env)), tls_(std::move(tls)) {
   char tmpl[] = "/tmp/redlock-test-XXXXXX";
   if (::mkdtemp(tmpl) == nullptr) throw std::runtime_error("mkdtemp failed");
   dir_ = tmpl;

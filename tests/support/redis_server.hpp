@@ -60,7 +60,8 @@ class RedisServer {
   // A TLS server: the client's port (tls_port(), tls_url()) speaks TLS only. The fixture's own
   // plain port (port(), command()) stays on the loopback for checks and set-up, and is never
   // given to the client under test.
-  RedisServer(TlsMode tls, std::vector<std::string> extra_args = {});
+  RedisServer(TlsMode tls, std::vector<std::string> extra_args = {},
+              std::vector<std::string> env = {});
 
   // Extra arguments go to redis-server's command line, e.g. {"--requirepass", "pw"}; later
   // arguments override earlier ones, so {"--appendonly", "yes"} turns persistence on. `env`
