@@ -1,7 +1,8 @@
 // Fuzzes the node-list parser (redlock::parse_node_list) and the configuration check. For any
 // bytes, the parser either fails with Errc::invalid_config and a message, or returns one node per
 // entry such that:
-//   - every host is non-empty, every port in 1..65535, every database >= 0, no node twice;
+//   - every host a name or an address, every port in 1..65535, every database >= 0, no node
+//     twice;
 //   - the nodes written back as a node list parse to the same nodes (round trip);
 //   - a Config of those nodes and default options passes validate(), and from_node_list agrees.
 // And a message never depends on a password: the same list with every password replaced by
@@ -49,6 +50,27 @@ std::string entry_of(const NodeAddress& n) {
 bool same(const NodeAddress& a, const NodeAddress& b) {
   return a.host == b.host && a.port == b.port && a.db == b.db && a.user == b.user &&
          a.password == b.password && a.tls == b.tls;
+}
+
+bool name_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_';
+}
+
+// A host name or an IPv4 address; or an IPv6 address, with an optional zone after '%'.
+bool host_ok(const std::string& h) {
+  if (h.find(':') == std::string::npos) {
+    for (char c : h)
+      if (!name_char(c)) return false;
+    return true;
+  }
+  auto zone = h.find('%');
+  for (char c : h.substr(0, zone))
+    if (!std::isxdigit(static_cast<unsigned char>(c)) && c != ':' && c != '.') return false;
+  if (zone == std::string::npos) return true;
+  if (zone + 1 == h.size()) return false;
+  for (char c : h.substr(zone + 1))
+    if (!name_char(c)) return false;
+  return true;
 }
 
 std::string lower(std::string s) {
@@ -117,6 +139,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::set<std::string> seen;
   for (const auto& n : nodes) {
     FUZZ_CHECK(!n.host.empty(), "a node has a host");
+    FUZZ_CHECK(host_ok(n.host), "a host is a name or an address");
     FUZZ_CHECK(n.port >= 1, "a port is in 1..65535");
     FUZZ_CHECK(n.db >= 0, "a database is not negative");
     FUZZ_CHECK(n.user.empty() || !n.password.empty(), "a user comes with a password");
