@@ -23,10 +23,16 @@ namespace {
 using namespace std::chrono_literals;
 using Ms = std::chrono::milliseconds;
 
+std::string g_tls_ca_file;  // set once, before any scenario runs
+
 std::unique_ptr<redlock::Client> new_client(
     const std::vector<std::uint16_t>& ports,
     const std::function<void(redlock::Config&)>& tune = {}) {
   auto config = redlock::Config::from_node_list(node_list(ports));
+  if (!g_tls_ca_file.empty()) {
+    config.tls.ca_file = g_tls_ca_file;
+    for (auto& node : config.nodes) node.tls = true;
+  }
   if (tune) tune(config);
   return std::make_unique<redlock::Client>(config);
 }
@@ -102,6 +108,8 @@ void add_cycles(JsonLine& j, const Cycles& c) {
 }
 
 }  // namespace
+
+void use_tls(const std::string& ca_file) { g_tls_ca_file = ca_file; }
 
 void uncontended_latency(const Options& o) {
   auto client = new_client(o.ports);

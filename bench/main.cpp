@@ -40,7 +40,8 @@ const char* kUsage =
     "options: --iters 2000 --warmup 200 --tput-workers 64 --tput-duration 4\n"
     "  --cont-workers 8 --cont-duration 5 --hold-ms 1 --cont-modes rotate,ffa --cont-wait-ms 2000\n"
     "  --faulty 2 --delayed-ports P,P --held 10000 --lease-ms 3000 --window 6\n"
-    "  --ttl 10000 --label TEXT --impl redlock-cpp --max-seconds 120\n";
+    "  --ttl 10000 --label TEXT --impl redlock-cpp --max-seconds 120\n"
+    "  --tls-cacert FILE (the ports are TLS ports: rediss://, this CA trusted)\n";
 
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
@@ -111,7 +112,8 @@ int main(int argc, char** argv) {
                                   "tput-workers",  "tput-duration", "cont-workers", "cont-duration",
                                   "hold-ms",       "cont-modes",    "cont-wait-ms", "faulty",
                                   "delayed-ports", "held",          "lease-ms",     "window",
-                                  "ttl",           "label",         "impl",         "max-seconds"};
+                                  "ttl",           "label",         "impl",         "max-seconds",
+                                  "tls-cacert"};
     for (const auto& [k, v] : args) {
       bool ok = false;
       for (const char* name : known) ok = ok || k == name;
@@ -123,6 +125,7 @@ int main(int argc, char** argv) {
     if (args.count("scenarios")) scenarios = split(args["scenarios"]);
     if (args.count("cont-modes")) o.cont_modes = split(args["cont-modes"]);
     if (args.count("label")) o.label = args["label"];
+    if (args.count("tls-cacert")) use_tls(args["tls-cacert"]);
     if (args.count("impl")) o.impl = args["impl"];
     o.iters = static_cast<int>(number(args, "iters", o.iters, 1, 1e6));
     o.warmup = static_cast<int>(number(args, "warmup", o.warmup, 0, 1e5));

@@ -37,6 +37,10 @@ struct Options {
   double window_s = 6;
 };
 
+// --tls-cacert FILE: every client of ours connects to the nodes as rediss:// (the ports are TLS
+// ports) and trusts that CA. The floor has no TLS (hiredis 0.14).
+void use_tls(const std::string& ca_file);
+
 // Ours, through the public API only (lock_scenarios.cpp).
 void uncontended_latency(const Options& o);
 void throughput(const Options& o);
