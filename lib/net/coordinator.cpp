@@ -346,7 +346,11 @@ class Coordinator::AcquireJob final : public Waiter {
       return;
     }
     // Unreachable nodes are not worth waiting for without end.
-    unreachable_ = r.error == Errc::no_quorum ? unreachable_ + 1 : 0;
+    // A node kept out by the restart guard is not unreachable: it will vote at a known time.
+    bool restarting =
+        std::any_of(r.votes.nodes.begin(), r.votes.nodes.end(),
+                    [](const NodeVote& v) { return v.error == Errc::node_restarting; });
+    unreachable_ = r.error == Errc::no_quorum && !restarting ? unreachable_ + 1 : 0;
     if (unreachable_ > co_.config().retry_count) {
       finish(std::move(r));
       return;
