@@ -216,7 +216,7 @@ std::error_code validate(const Config& c, std::string& message) {
                 "drift factor " + std::to_string(c.drift_factor) + " is out of range [0, 1)");
   if (c.ttl.count() <= 0) return fail(message, "ttl " + ms(c.ttl) + " must be positive");
   for (auto d : {c.ttl, c.watchdog_lease, c.request_timeout, c.connect_timeout, c.retry_delay,
-                 c.retry_jitter, c.reconnect_min, c.reconnect_max})
+                 c.retry_jitter, c.reconnect_min, c.reconnect_max, c.restart_guard})
     if (d > longest_duration)
       return fail(message, "a duration of " + ms(d) +
                                " is above the longest one the client times (" +
@@ -242,6 +242,8 @@ std::error_code validate(const Config& c, std::string& message) {
     return fail(message, "retry delay and jitter must not be negative");
   if (c.reconnect_min.count() <= 0 || c.reconnect_max < c.reconnect_min)
     return fail(message, "reconnect back-off needs 0 < min <= max");
+  if (c.restart_guard.count() < 0)
+    return fail(message, "restart guard " + ms(c.restart_guard) + " must not be negative");
   for (const auto& n : c.nodes) {
     if (n.host.empty() || n.port == 0)
       return fail(message, "node '" + n.to_string() + "' needs a host and a port");

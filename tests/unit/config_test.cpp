@@ -168,6 +168,18 @@ TEST(Config, TlsOptionsAreCheckedTogether) {
   EXPECT_FALSE(validate(c, message)) << message;
 }
 
+TEST(Config, TheSafeguardsAreOnAndTheRestartGuardOffByDefault) {
+  auto c = valid_config();
+  EXPECT_TRUE(c.check_role);
+  EXPECT_TRUE(c.check_duplicates);
+  EXPECT_TRUE(c.check_persistence);
+  EXPECT_EQ(c.restart_guard.count(), 0);
+  c.restart_guard = Milliseconds(-1);
+  expect_invalid(c, "restart guard");
+  c.restart_guard = longest_duration + Milliseconds(1);
+  expect_invalid(c, "longest");
+}
+
 TEST(Config, FromNodeListThrowsATypedError) {
   try {
     (void)Config::from_node_list("redis://a:99999");

@@ -45,6 +45,7 @@ enum Exit { kOk = 0, kNotHeld = 1, kUsage = 2, kNoQuorum = 3, kLost = 4 };
 struct Globals {
   std::string nodes;
   std::optional<long> ttl_ms;
+  std::optional<long> restart_guard_ms;
   std::optional<std::string> prefix;
   std::optional<long> connect_timeout_ms;
   std::optional<long> request_timeout_ms;
@@ -77,6 +78,7 @@ redlock::Config make_config(const Globals& g) {
     if (!quiet) std::cerr << "redlock: warning: " << warning << '\n';
   };
   if (g.ttl_ms) c.ttl = Milliseconds(*g.ttl_ms);
+  if (g.restart_guard_ms) c.restart_guard = Milliseconds(*g.restart_guard_ms);
   if (g.prefix) c.key_prefix = *g.prefix;
   if (g.connect_timeout_ms) c.connect_timeout = Milliseconds(*g.connect_timeout_ms);
   if (g.request_timeout_ms) c.request_timeout = Milliseconds(*g.request_timeout_ms);
@@ -665,6 +667,9 @@ int main(int argc, char** argv) {
   app.add_option("--nodes", g.nodes, "redis[s]://[user:password@]host:port[/db],...")
       ->envname("REDLOCK_NODES");
   app.add_option("--ttl", g.ttl_ms, "lease in milliseconds (default 10000)");
+  app.add_option("--restart-guard", g.restart_guard_ms,
+                 "nodes up for less than this (or the ttl, if larger) do not vote (default 0: off)")
+      ->envname("REDLOCK_RESTART_GUARD");
   app.add_option("--prefix", g.prefix, "key prefix (default 'redlock:')");
   app.add_option("--connect-timeout", g.connect_timeout_ms, "per node, ms (default 1000)");
   app.add_option("--request-timeout", g.request_timeout_ms, "per request, ms (default 200)");
