@@ -11,6 +11,7 @@
 #include <hiredis/hiredis.h>
 
 #include <algorithm>
+#include <future>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -474,7 +475,12 @@ TEST_P(ErrorMatrix, Cell) {
 
   // One operation with a wait: retries while the quorum is missing, bounded by the wait.
   auto start = Clock::now();
-  auto r = client.acquire(AcquireRequest{{resource}, kTtl, 300ms});
+  auto promise = std::make_shared<std::promise<AcquireResult>>();
+  client.acquire_async(AcquireRequest{{resource}, kTtl, 300ms},
+                       [promise](AcquireResult a) { promise->set_value(std::move(a)); });
+  auto pending = promise->get_future();
+  ASSERT_EQ(pending.wait_for(20s), std::future_status::ready) << "the acquire hangs";
+  auto r = pending.get();
   auto took = Clock::now() - start;
   // A hang guard, not a timing: the wait plus a few request timeouts, with room to spare.
   EXPECT_LT(took, 3s) << r.message();
