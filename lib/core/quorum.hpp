@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -95,6 +96,104 @@ inline bool held_elsewhere(const std::vector<NodeVote>& votes, std::size_t quoru
       ++unnamed;
   }
   return best + unnamed >= quorum;
+}
+
+// The name acquire.lua gives a holder in its "no" reply, and release.lua in its release notice:
+// the first 16 hex digits of the SHA-1 of its token (redis.sha1hex), so that the holder can be
+// named without showing its token. A contender computes its own name the same way.
+inline std::string token_digest(std::string_view token) {
+  auto rotl = [](std::uint32_t x, int n) { return (x << n) | (x >> (32 - n)); };
+  std::uint32_t h[5] = {0x67452301u, 0xEFCDAB89u, 0x98BADCFEu, 0x10325476u, 0xC3D2E1F0u};
+  std::string m(token);
+  std::uint64_t bits = static_cast<std::uint64_t>(m.size()) * 8;
+  m.push_back(static_cast<char>(0x80));
+  while (m.size() % 64 != 56) m.push_back('\0');
+  for (int i = 7; i >= 0; --i) m.push_back(static_cast<char>((bits >> (8 * i)) & 0xff));
+  for (std::size_t block = 0; block < m.size(); block += 64) {
+    std::uint32_t w[80];
+    for (int t = 0; t < 16; ++t) {
+      w[t] = 0;
+      for (int b = 0; b < 4; ++b)
+        w[t] = (w[t] << 8) | static_cast<unsigned char>(m[block + 4 * t + b]);
+    }
+    for (int t = 16; t < 80; ++t) w[t] = rotl(w[t - 3] ^ w[t - 8] ^ w[t - 14] ^ w[t - 16], 1);
+    std::uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4];
+    for (int t = 0; t < 80; ++t) {
+      std::uint32_t f, k;
+      if (t < 20) {
+        f = (b & c) | (~b & d), k = 0x5A827999u;
+      } else if (t < 40) {
+        f = b ^ c ^ d, k = 0x6ED9EBA1u;
+      } else if (t < 60) {
+        f = (b & c) | (b & d) | (c & d), k = 0x8F1BBCDCu;
+      } else {
+        f = b ^ c ^ d, k = 0xCA62C1D6u;
+      }
+      std::uint32_t next = rotl(a, 5) + f + e + k + w[t];
+      e = d, d = c, c = rotl(b, 30), b = a, a = next;
+    }
+    h[0] += a, h[1] += b, h[2] += c, h[3] += d, h[4] += e;
+  }
+  static const char hex[] = "0123456789abcdef";
+  std::string out;
+  for (int i = 0; i < 2; ++i)
+    for (int shift = 28; shift >= 0; shift -= 4) out.push_back(hex[(h[i] >> shift) & 0xf]);
+  return out;
+}
+
+// After a split vote seen whole (every node answered yes or no, each "no" naming its holder, and
+// no holder with a quorum), every contender sees the same picture, so all of them can agree on
+// one winner without a message: the holder with the smallest name. Names are digests of tokens
+// drawn fresh for every attempt, so the winner is a fair draw among the contenders that got a
+// node (favouring the one with the most nodes would crown, round after round, the contender that
+// asked first: the one that just released, whose next acquire follows its release on every
+// connection). True when that is us (`own` is our name, token_digest of our token): we keep our keys
+// and ask again only the nodes we lack, while the others clean up. A "no" that names us (one
+// server listed under two addresses) is a node we can never win, so it counts for nobody.
+// False when the picture is not whole, when we hold nothing, or when a holder has a quorum.
+inline bool split_winner(const std::vector<NodeVote>& votes, std::size_t quorum,
+                         const std::string& own) {
+  std::unordered_map<std::string, std::size_t> by_holder;
+  std::size_t mine = 0;
+  for (const auto& v : votes) {
+    if (v.vote == Vote::yes) {
+      ++mine;
+    } else if (v.vote == Vote::no && !v.holder.empty()) {
+      if (v.holder != own) ++by_holder[v.holder];
+    } else {
+      return false;  // failed, pending or unnamed: somebody may hold more than we can see
+    }
+  }
+  if (mine == 0 || mine >= quorum) return false;
+  for (const auto& [name, count] : by_holder) {
+    if (count >= quorum) return false;
+    if (name < own) return false;
+  }
+  return true;
+}
+
+// While a split winner asks the nodes it lacks again: keep asking while every node it lacks is
+// held by a contender it beat (their clean-ups are on their way) or names us, and while the
+// nodes it holds plus those can still make a quorum. A node that names us (one server under
+// two addresses) will never say yes: it counts for nothing.
+inline bool fill_in_may_win(const std::vector<NodeVote>& votes, std::size_t quorum,
+                            const std::vector<std::string>& beaten, const std::string& own) {
+  std::size_t reachable = 0;
+  for (const auto& v : votes) {
+    if (v.vote == Vote::yes) {
+      ++reachable;
+    } else if (v.vote == Vote::no && v.holder == own) {
+      continue;
+    } else if (v.vote == Vote::no && !v.holder.empty()) {
+      bool loser = false;
+      for (const auto& b : beaten) loser = loser || b == v.holder;
+      if (!loser) return false;  // somebody new: a real holder, or a contender we never saw
+      ++reachable;
+    } else {
+      return false;
+    }
+  }
+  return reachable >= quorum;
 }
 
 // The fencing token of a won fenced acquire: the highest fence counter among the nodes that

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
 #include <vector>
 
 namespace redlock::detail {
@@ -157,6 +159,83 @@ TEST(SplitVote, ARealHolderIsToldFromASplit) {
       4));
   // A single node, held by another: held.
   EXPECT_TRUE(held_elsewhere({no_by("a")}, 1));
+}
+
+// The name a contender gives itself must be the one the scripts give it: the first 16 hex digits
+// of SHA-1 (FIPS 180-4 test vectors, and a message longer than one block).
+TEST(SplitVote, TokenDigestIsTheScriptsName) {
+  EXPECT_EQ(token_digest("abc"), "a9993e364706816a");
+  EXPECT_EQ(token_digest(""), "da39a3ee5e6b4b0d");
+  EXPECT_EQ(token_digest("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+            "84983e441c3bd26e");
+  EXPECT_EQ(token_digest(std::string(1000000, 'a')), "34aa973cd4c4daa4");
+}
+
+// Every contender of a split seen whole agrees on one winner: the smallest name, whatever the
+// counts. Checked from each contender's own point of view on the same picture.
+TEST(SplitVote, ContendersOfAWholeSplitAgreeOnOneWinner) {
+  // 5 nodes, quorum 3: a has 2, b has 2, c has 1: a wins.
+  std::vector<std::string> owner{"a", "a", "b", "b", "c"};
+  auto seen_by = [&](const std::string& me) {
+    std::vector<NodeVote> v;
+    for (const auto& o : owner) v.push_back(o == me ? vote(Vote::yes) : no_by(o));
+    return v;
+  };
+  EXPECT_TRUE(split_winner(seen_by("a"), 3, "a"));
+  EXPECT_FALSE(split_winner(seen_by("b"), 3, "b"));
+  EXPECT_FALSE(split_winner(seen_by("c"), 3, "c"));
+  // The smallest name wins even with fewer nodes: a with 1 of 7 against b with 3 (quorum 4).
+  owner = {"a", "c", "b", "b", "b", "c", "c"};
+  EXPECT_TRUE(split_winner(seen_by("a"), 4, "a"));
+  EXPECT_FALSE(split_winner(seen_by("b"), 4, "b"));
+  EXPECT_FALSE(split_winner(seen_by("c"), 4, "c"));
+  // Exactly one winner over every split of 5 nodes among 3 named contenders.
+  for (int m = 0; m < 243; ++m) {
+    owner.clear();
+    for (int i = 0, x = m; i < 5; ++i, x /= 3) owner.push_back(std::string(1, "abc"[x % 3]));
+    std::size_t winners = 0;
+    bool split = true;
+    for (const char* c : {"a", "b", "c"})
+      split = split && std::count(owner.begin(), owner.end(), c) < 3;
+    for (const char* c : {"a", "b", "c"}) winners += split_winner(seen_by(c), 3, c) ? 1 : 0;
+    EXPECT_EQ(winners, split ? 1u : 0u) << m;
+  }
+}
+
+TEST(SplitVote, NoWinnerWithoutTheWholePictureOrAgainstAQuorum) {
+  // A node not heard from, failed, or a "no" without a name: nobody can be sure.
+  EXPECT_FALSE(split_winner(
+      {vote(Vote::yes), vote(Vote::yes), vote(Vote::pending), no_by("b"), no_by("c")}, 3, "a"));
+  EXPECT_FALSE(split_winner(
+      {vote(Vote::yes), vote(Vote::yes), vote(Vote::failed), no_by("b"), no_by("c")}, 3, "a"));
+  EXPECT_FALSE(
+      split_winner({vote(Vote::yes), vote(Vote::yes), no_by(""), no_by("b"), no_by("c")}, 3, "a"));
+  // Another holder with a quorum: held, not split.
+  EXPECT_FALSE(
+      split_winner({vote(Vote::yes), no_by("b"), no_by("b"), no_by("b"), no_by("c")}, 3, "a"));
+  // Nothing of ours: never a winner.
+  EXPECT_FALSE(split_winner({no_by("b"), no_by("c"), no_by("d")}, 2, "a"));
+  // A node naming us (one server under two addresses) counts for nobody: 1 of ours against 1.
+  EXPECT_TRUE(split_winner({vote(Vote::yes), no_by("a"), no_by("b")}, 2, "a"));
+  EXPECT_FALSE(split_winner({vote(Vote::yes), no_by("z"), no_by("0")}, 2, "z"));
+}
+
+TEST(SplitVote, AWinnerAsksAgainOnlyWhileTheNodesItLacksAreHeldByThoseItBeat) {
+  std::vector<std::string> beaten{"b", "c"};
+  // Still held by the losers (their clean-ups are on the way): go on.
+  EXPECT_TRUE(fill_in_may_win(
+      {vote(Vote::yes), vote(Vote::yes), no_by("b"), no_by("c"), vote(Vote::yes)}, 3, beaten, "a"));
+  EXPECT_TRUE(fill_in_may_win(
+      {vote(Vote::yes), vote(Vote::yes), no_by("b"), no_by("b"), no_by("c")}, 3, beaten, "a"));
+  // Somebody new, a failed node, or a name of ours that leaves too few: stop and clean up.
+  EXPECT_FALSE(fill_in_may_win(
+      {vote(Vote::yes), vote(Vote::yes), no_by("d"), no_by("c"), no_by("b")}, 3, beaten, "a"));
+  EXPECT_FALSE(fill_in_may_win(
+      {vote(Vote::yes), vote(Vote::yes), vote(Vote::failed), no_by("c"), no_by("b")}, 3, beaten,
+      "a"));
+  EXPECT_FALSE(fill_in_may_win({vote(Vote::yes), no_by("a"), no_by("a"), no_by("b"), no_by("a")}, 3,
+                               beaten, "a"));
+  EXPECT_TRUE(fill_in_may_win({vote(Vote::yes), no_by("a"), no_by("b")}, 2, beaten, "a"));
 }
 
 TEST(SplitVote, BackoffRanksCloserContendersFirstAndSpreadsGrowUpToTheCap) {
