@@ -172,7 +172,7 @@ std::int64_t redis_skew_ms(const RedisServer& server) {
 TEST(ClockShimRedis, RateTwoExpiresKeysTwiceAsFast) {
   TempDir dir;
   ClockSkew skew(dir.file("clock"));
-  RedisServer server({}, {}, skew.env());
+  RedisServer server(std::vector<std::string>{}, std::string{}, skew.env());
   EXPECT_LT(std::abs(redis_skew_ms(server)), 50) << "unskewed at rate 1";
 
   skew.set_rate(2.0);
@@ -216,7 +216,7 @@ TEST(ClockShimRedis, RateTwoExpiresKeysTwiceAsFast) {
 TEST(ClockShimRedis, JumpForwardExpiresAtOnceAndBackwardExtends) {
   TempDir dir;
   ClockSkew skew(dir.file("clock"));
-  RedisServer server({}, {}, skew.env());
+  RedisServer server(std::vector<std::string>{}, std::string{}, skew.env());
   ASSERT_EQ(server.command({"SET", "short", "v", "PX", "5000"}), "OK");
   ASSERT_EQ(server.command({"SET", "long", "v", "PX", "100000"}), "OK");
   skew.jump(60s);

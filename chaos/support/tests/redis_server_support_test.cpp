@@ -47,7 +47,7 @@ TEST(RedisServerSupport, EnvironmentGoesToTheServerAndSetEnvToItsRestart) {
   {
     ClockSkew ahead(dir + "/ahead");
     ahead.set(3600s);
-    RedisServer server({}, {}, ahead.env());
+    RedisServer server(std::vector<std::string>{}, std::string{}, ahead.env());
     EXPECT_EQ(server.env(), ahead.env());
     long long skew = seconds_ahead(server);
     EXPECT_GE(skew, 3599);
