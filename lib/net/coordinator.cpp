@@ -95,12 +95,15 @@ FanOut::FanOut(Coordinator& coordinator, Command command, std::size_t items, Cla
 FanOut::~FanOut() { coordinator_.fanout_ended(); }
 
 void FanOut::start(Coordinator& coordinator, Command command, std::size_t items, Classify classify,
-                   Decided decided, bool wait_all) {
+                   Decided decided, bool wait_all, const std::vector<NodeVote>* known) {
   auto* f =
       new FanOut(coordinator, std::move(command), items, classify, std::move(decided), wait_all);
   f->started_ = Clock::now();  // t0: before the first request leaves
   for (auto& node : coordinator.nodes()) {
-    if (auto ec = node->send(f->command_, f)) {
+    if (known != nullptr && items == 1 && node->index() < known->size() &&
+        (*known)[node->index()].vote == Vote::yes) {
+      f->record(0, node->index(), (*known)[node->index()]);
+    } else if (auto ec = node->send(f->command_, f)) {
       NodeVote v;
       v.vote = Vote::failed;
       v.error = ec;
@@ -180,7 +183,13 @@ void FanOut::maybe_decide() {
 }
 
 void FanOut::maybe_finish() {
-  if (!sending_ && outstanding_ == 0) delete this;  // every item is decided by then
+  if (sending_ || outstanding_ != 0) return;
+  if (settled_) {
+    auto settled = std::move(settled_);
+    settled_ = nullptr;
+    settled(*this);
+  }
+  delete this;  // every item is decided by then
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -232,15 +241,19 @@ class Coordinator::AcquireJob final : public Waiter {
   }
 
   // A release notice (or a fresh subscription) on one of our resources.
-  void wake() override {
-    if (finished_) return;
+  bool wake() override {
+    if (finished_) return false;
+    noticed_ = true;
     if (in_attempt_) {
       woken_ = true;
-      return;
+      return true;
     }
     uv_timer_stop(&timer_);
     attempt();
+    return true;
   }
+
+  bool busy() const override { return in_attempt_; }
 
   // Shutdown or cancel token.
   void stop(Errc why) {
@@ -271,21 +284,48 @@ class Coordinator::AcquireJob final : public Waiter {
       finish(std::move(r));
       return;
     }
+    digest_ = token_digest(token_);
     ++attempts_;
     in_attempt_ = true;
     woken_ = false;
+    noticed_ = false;  // this attempt answers the notice
+    kept_ = false;
+    send_acquire(nullptr);
+  }
+
+  // The acquire script to every node; with `known`, only to the nodes not already ours (a split
+  // winner asking again for what it lacks).
+  void send_acquire(const std::vector<NodeVote>* known) {
     Command command{&script_acquire, keys_, {token_, ms_arg(ttl_), fencing_ ? "1" : "0"}};
-    FanOut::start(co_, std::move(command), 1, classify_acquire,
-                  [this](FanOut& f, std::size_t) { on_attempt(f); });
+    FanOut::start(
+        co_, std::move(command), 1, classify_acquire,
+        [this](FanOut& f, std::size_t) {
+          // A refusal that may be a split vote is judged on the whole picture: every contender
+          // then sees the same one and they agree on a winner. The rest of the replies come
+          // within a request timeout, usually within microseconds of the verdict.
+          if (f.verdict() == Verdict::lost && !f.settled() && may_be_split(f)) {
+            f.when_settled([this](FanOut& whole) { on_attempt(whole); });
+            return;
+          }
+          on_attempt(f);
+        },
+        false, known);
+  }
+
+  bool may_be_split(const FanOut& f) const {
+    return keys_.size() == 1 && f.tally().yes > 0 && f.tally().failed == 0 && !stop_reason_ &&
+           !co_.shutting_down();
   }
 
   void on_attempt(FanOut& f) {
     auto now = Clock::now();
     AcquireResult r;
     r.votes = f.votes();
-    r.attempts = attempts_;
+    r.attempts = attempts_ + fills_;
+    if (!kept_) round_start_ = f.started();
     if (f.verdict() == Verdict::won) {
-      auto valid_until = granted_deadline(f.started(), now, ttl_, co_.config().drift_factor);
+      // A split winner's first keys were set in its first round: its validity counts from there.
+      auto valid_until = granted_deadline(round_start_, now, ttl_, co_.config().drift_factor);
       if (valid_until && !co_.shutting_down() && !stop_reason_) {
         r.lock.resources = resources_;
         r.lock.token = token_;
@@ -333,8 +373,63 @@ class Coordinator::AcquireJob final : public Waiter {
         });
   }
 
+  // After a refused round: true when we keep our keys and ask the nodes we lack again, as the
+  // winner of a split vote (quorum.hpp: split_winner) or while a fill-in may still win
+  // (fill_in_may_win), a few times, within the validity window of the first round.
+  bool keep_going(const AcquireResult& r, Clock::time_point now) {
+    if (r.error != Errc::not_acquired || co_.shutting_down() || stop_reason_ || keys_.size() != 1)
+      return false;
+    const auto& nodes = r.votes.nodes;
+    if (!kept_) {
+      // A name the previous attempt met too is a key nobody releases (see looks_split): no
+      // split to settle.
+      for (const auto& v : nodes)
+        if (v.vote == Vote::no &&
+            std::find(last_names_.begin(), last_names_.end(), v.holder) != last_names_.end())
+          return false;
+      if (!split_winner(nodes, r.votes.quorum, digest_)) return false;
+      beaten_.clear();
+      for (const auto& v : nodes)
+        if (v.vote == Vote::no && v.holder != digest_) beaten_.push_back(v.holder);
+      kept_ = true;
+      fills_in_a_row_ = 0;
+    } else if (!fill_in_may_win(nodes, r.votes.quorum, beaten_, digest_)) {
+      return false;
+    }
+    auto deadline = validity_deadline(round_start_, ttl_, co_.config().drift_factor);
+    if (fills_in_a_row_ >= kMaxFills || !still_valid(now, deadline)) return false;
+    ++fills_in_a_row_;
+    ++fills_;
+    in_attempt_ = true;
+    kept_votes_ = r.votes;
+    // The first asks go out at once (each takes a round trip, in which the losers' clean-ups
+    // land, sent when they saw the same picture as we did); the last a millisecond later.
+    if (fills_in_a_row_ <= 3) {
+      send_acquire(&kept_votes_.nodes);
+    } else {
+      uv_timer_start(
+          &timer_, [](uv_timer_t* t) { static_cast<AcquireJob*>(t->data)->fill_in(); }, 1, 0);
+    }
+    return true;
+  }
+
+  void fill_in() {
+    if (co_.shutting_down() || stop_reason_) {
+      // Ends like a failed round: clean up, then finish.
+      AcquireResult r;
+      r.votes = kept_votes_;
+      r.attempts = attempts_ + fills_;
+      r.error = make_error_code(Errc::not_acquired);
+      attempt_failed(std::move(r), Clock::now());
+      return;
+    }
+    send_acquire(&kept_votes_.nodes);
+  }
+
   void attempt_failed(AcquireResult r, Clock::time_point now) {
+    if (keep_going(r, now)) return;
     in_attempt_ = false;
+    kept_ = false;
     // A failed attempt may have left its token on some nodes, or may still do so on nodes that
     // have not answered: compare-and-delete everywhere, queued behind the acquire. Silently: a
     // clean-up is no release, and must wake no waiter (this one included).
@@ -360,15 +455,28 @@ class Coordinator::AcquireJob final : public Waiter {
     bool split = r.error == Errc::not_acquired && looks_split(r.votes);
     splits_ = split ? splits_ + 1 : 0;
     if (waits_ && r.error == Errc::not_acquired) listen();
+    bool freed = false;  // a "no" named a holder whose release notice we have seen
+    if (waits_ && r.error == Errc::not_acquired && keys_.size() == 1)
+      for (const auto& v : r.votes.nodes)
+        freed = freed ||
+                (v.vote == Vote::no && co_.waiters().released(keys_[0] + ":released", v.holder));
+    freed_in_a_row_ = freed ? freed_in_a_row_ + 1 : 0;
     if (split) {
       // Nobody holds a quorum: every contender is releasing what it got, and no release notice
-      // will come. Retry soon, those closer to a quorum first, spread at random.
+      // will come. Retry soon, those closer to a quorum first, spread at random. When the
+      // picture was whole, the contenders agreed on a winner that is asking for the rest of
+      // the nodes now (keep_going): give it a few round trips before asking again.
       auto cap = std::max(config.retry_delay + config.retry_jitter, 2ms);
-      delay = std::max(split_backoff(r.votes.yes(), r.votes.quorum, splits_, 1ms, cap, co_.rng()()),
-                       1ms);
+      bool agreed = r.votes.count(Vote::pending) == 0 && r.votes.count(Vote::failed) == 0;
+      auto unit = agreed ? kWinnerUnit : 1ms;
+      delay = std::max(split_backoff(r.votes.yes(), r.votes.quorum, splits_, unit,
+                                     std::max(cap, unit), co_.rng()()),
+                       unit);
     } else if (waits_ && r.error == Errc::not_acquired) {
-      if (woken_) {
-        delay = Milliseconds(0);  // a notice came in while we were asking
+      if (woken_ || (freed && freed_in_a_row_ <= 3)) {
+        // A notice came in while we were asking, or the holder we met is being released (its
+        // notice came from another node first): ask again at once.
+        delay = Milliseconds(0);
       } else {
         // Fallback when a notice is lost: no later than the holder's lease runs out.
         for (const auto& v : r.votes.nodes)
@@ -416,6 +524,10 @@ class Coordinator::AcquireJob final : public Waiter {
     finished_ = true;
     if (listening_)
       for (const auto& k : keys_) co_.waiters().remove(k + ":released", this);
+    // Woken by a notice we did not use (cancelled, out of time): another waiter of this client
+    // may use it.
+    if (listening_ && noticed_ && !r)
+      for (const auto& k : keys_) co_.waiters().pass(k + ":released");
     if (cancel_hook_ != 0) cancel_state_of(*cancel_)->remove(cancel_hook_);
     co_.jobs_.erase(id_);
     auto done = std::move(done_);
@@ -443,7 +555,20 @@ class Coordinator::AcquireJob final : public Waiter {
   std::vector<std::string> last_names_;  // holders named by the previous attempt
   bool in_attempt_ = false;
   bool woken_ = false;
+  bool noticed_ = false;  // woken by a notice that no attempt has answered yet
   bool listening_ = false;
+  // A split winner (keep_going): it keeps the keys of its first round, asks again the nodes it
+  // lacks, and counts its validity from round_start_.
+  static constexpr int kMaxFills = 4;
+  static constexpr Milliseconds kWinnerUnit{5};
+  bool kept_ = false;
+  Clock::time_point round_start_{};
+  std::string digest_;               // token_digest(token_): our name in the scripts' replies
+  std::vector<std::string> beaten_;  // the contenders the split winner beat
+  Votes kept_votes_;
+  int fills_in_a_row_ = 0;
+  int fills_ = 0;  // fill-in rounds so far (reported in AcquireResult::attempts)
+  int freed_in_a_row_ = 0;
   bool finished_ = false;
   std::optional<Errc> stop_reason_;
   Votes last_votes_;

@@ -36,8 +36,17 @@ class FanOut final : public ReplySink {
   using Decided = std::function<void(FanOut&, std::size_t item)>;
 
   // Sends at once; `decided` runs exactly once per item, possibly before start() returns.
+  // `known` (one item only): nodes whose vote is already yes (a split winner's kept keys) are
+  // counted as such and not asked again; the others are asked.
   static void start(Coordinator& coordinator, Command command, std::size_t items, Classify classify,
-                    Decided decided, bool wait_all = false);
+                    Decided decided, bool wait_all = false,
+                    const std::vector<NodeVote>* known = nullptr);
+
+  // From a `decided` callback: runs `settled` once every node has answered (or failed), with
+  // every vote in, just before the fan-out ends. The caller must outlive the fan-out.
+  void when_settled(std::function<void(FanOut&)> settled) { settled_ = std::move(settled); }
+  // True once every node has answered (or failed).
+  bool settled() const noexcept { return !sending_ && outstanding_ == 0; }
 
   const Tally& tally(std::size_t item = 0) const noexcept { return tallies_[item]; }
   const Votes& votes(std::size_t item = 0) const noexcept { return votes_[item]; }
@@ -59,6 +68,7 @@ class FanOut final : public ReplySink {
   Command command_;
   Classify classify_;
   Decided decided_;
+  std::function<void(FanOut&)> settled_;
   bool wait_all_;
   Clock::time_point started_;
   std::vector<Tally> tallies_;

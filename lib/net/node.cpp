@@ -432,7 +432,10 @@ void Node::handle_push(const redisReply* r) {
   std::string_view kind(r->element[0]->str, r->element[0]->len);
   std::string_view channel(r->element[1]->str, r->element[1]->len);
   if (kind == "message")
-    subscriber_->on_message(index_, channel);
+    subscriber_->on_message(index_, channel,
+                            r->elements >= 3 && r->element[2]->type == REDIS_REPLY_STRING
+                                ? std::string_view(r->element[2]->str, r->element[2]->len)
+                                : std::string_view());
   else if (kind == "subscribe")
     subscriber_->on_subscribed(index_, channel);
 }

@@ -70,8 +70,8 @@ class ReplySink {
 // Receives release notices on a subscriber node.
 class MessageSink {
  public:
-  // A message arrived on `channel`.
-  virtual void on_message(std::size_t node, std::string_view channel) = 0;
+  // A message arrived on `channel`, carrying `payload`.
+  virtual void on_message(std::size_t node, std::string_view channel, std::string_view payload) = 0;
   // The node confirmed a subscription to `channel` (also after every reconnect): notices sent
   // while it was not subscribed were missed.
   virtual void on_subscribed(std::size_t node, std::string_view channel) = 0;

@@ -1,7 +1,9 @@
 // Release-notice subscriptions: one subscriber connection per node per client, shared by all
-// of the client's waiters. Loop thread only.
+// of the client's waiters. A release publishes on every node it deleted from, naming the
+// releaser; the client counts it once and wakes one waiter for it. Loop thread only.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -17,7 +19,11 @@ class Coordinator;
 // Something that sleeps until a resource may have been released.
 class Waiter {
  public:
-  virtual void wake() = 0;
+  // A release notice (or a fresh subscription) on one of its channels. False when it can no
+  // longer use it (it is finishing), so that the notice goes to another waiter.
+  virtual bool wake() = 0;
+  // True while an attempt of its own is on its way (a notice then only makes it try again).
+  virtual bool busy() const = 0;
 
  protected:
   ~Waiter() = default;
@@ -30,17 +36,28 @@ class Waiters final : public MessageSink {
   void add(const std::string& channel, Waiter* waiter);
   // Unsubscribes on the last.
   void remove(const std::string& channel, Waiter* waiter);
+  // A waiter woken by a notice of `channel` ended without using it: wake the next one.
+  void pass(const std::string& channel);
+  // True when a release notice on `channel` named `holder` lately: that holder's keys are being
+  // deleted, so a "no" naming it is a node about to be free, not a lock held.
+  bool released(const std::string& channel, std::string_view holder) const;
   void shutdown();
   std::size_t channels() const noexcept { return by_channel_.size(); }
 
  private:
-  void on_message(std::size_t node, std::string_view channel) override;
+  struct Channel {
+    std::vector<Waiter*> waiters;         // the next to wake first; a woken one goes to the back
+    std::array<std::string, 4> recent{};  // releasers named by the latest notices
+    std::size_t next_recent = 0;
+    std::vector<bool> confirmed;  // nodes that confirmed the subscription
+  };
+  void on_message(std::size_t node, std::string_view channel, std::string_view payload) override;
   void on_subscribed(std::size_t node, std::string_view channel) override;
-  void wake(std::string_view channel);
+  void wake_one(std::string channel);
 
   Coordinator& coordinator_;
   std::vector<std::unique_ptr<Node>> subscribers_;  // created with the first waiter
-  std::unordered_map<std::string, std::vector<Waiter*>> by_channel_;
+  std::unordered_map<std::string, Channel> by_channel_;
 };
 
 }  // namespace redlock::detail
