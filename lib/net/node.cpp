@@ -70,6 +70,9 @@ Node::Node(uv_loop_t* loop, std::size_t index, NodeAddress address, const Config
   uv_timer_init(loop_, &connect_timer_);
   uv_timer_init(loop_, &reconnect_timer_);
   request_timer_.data = connect_timer_.data = reconnect_timer_.data = this;
+  uv_idle_init(loop_, &poll_now_);
+  uv_check_init(loop_, &after_poll_);
+  after_poll_.data = this;
   if (!address_.password.empty()) {
     auth_.args = {"AUTH"};
     if (!address_.user.empty()) auth_.args.push_back(address_.user);
@@ -102,6 +105,9 @@ void Node::note_error(std::error_code ec, std::string detail) {
 }
 
 std::uint64_t Node::request_deadline() const {
+  // The loop's time is that of the start of its turn; a slow callback earlier in the turn would
+  // leave the deadline in the past already.
+  uv_update_time(loop_);
   return uv_now(loop_) + static_cast<std::uint64_t>(config_.request_timeout.count());
 }
 
@@ -234,13 +240,30 @@ void Node::begin_session(Conn& conn) {
   }
   Fifo<Pending> held;
   std::swap(held, held_);
-  std::vector<Pending> refused;
-  for (auto& p : held)
-    if (!issue(conn, p)) refused.push_back(p);
+  // One whose deadline passed while it waited fails alone, never sent: issued, it would close
+  // the new connection as timed out at once.
+  uv_update_time(loop_);
+  const auto now = uv_now(loop_);
+  std::vector<Pending> refused, late;
+  for (auto& p : held) {
+    if (p.deadline_ms <= now)
+      late.push_back(p);
+    else if (!issue(conn, p))
+      refused.push_back(p);
+  }
   for (auto& p : refused) {
     NodeReply out;
     out.error = make_error_code(Errc::connection_lost);
     out.detail = "out of memory";
+    out.latency = since(p.sent_ns);
+    p.sink->on_node_reply(index_, out);
+  }
+  for (auto& p : late) {
+    NodeReply out;
+    out.error = make_error_code(Errc::request_timeout);
+    std::string detail = "not sent within " + ms_text(config_.request_timeout) +
+                         ": the connection's handshake ended too late";
+    out.detail = detail;
     out.latency = since(p.sent_ns);
     p.sink->on_node_reply(index_, out);
   }
@@ -622,7 +645,16 @@ void Node::arm_request_timer(std::uint64_t deadline_ms) {
 }
 
 void Node::on_request_timer(uv_timer_t* timer) {
-  static_cast<Node*>(timer->data)->check_timeouts();
+  auto* self = static_cast<Node*>(timer->data);
+  uv_idle_start(&self->poll_now_, [](uv_idle_t*) {});
+  uv_check_start(&self->after_poll_, &Node::on_after_poll);
+}
+
+void Node::on_after_poll(uv_check_t* check) {
+  auto* self = static_cast<Node*>(check->data);
+  uv_idle_stop(&self->poll_now_);
+  uv_check_stop(&self->after_poll_);
+  self->check_timeouts();
 }
 
 void Node::check_timeouts() {
@@ -686,6 +718,8 @@ void Node::shutdown() {
   uv_close(reinterpret_cast<uv_handle_t*>(&request_timer_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&connect_timer_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&reconnect_timer_), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&poll_now_), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&after_poll_), nullptr);
   const std::string why = "client is shutting down";
   const auto code = make_error_code(Errc::shutting_down);
   note_error(code, why);

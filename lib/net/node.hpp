@@ -181,7 +181,11 @@ class Node {
   void note_error(std::error_code ec, std::string detail);
   std::uint64_t request_deadline() const;
 
+  // The request timer only notes that a deadline passed; the verdict waits for the end of the
+  // loop turn's I/O (a check handle, with an idle handle so that the poll does not block), so that
+  // a reply which arrived while the loop was held up by a slow callback is read before it.
   static void on_request_timer(uv_timer_t* timer);
+  static void on_after_poll(uv_check_t* check);
   static void on_connect_timer(uv_timer_t* timer);
   static void on_reconnect_timer(uv_timer_t* timer);
 
@@ -217,6 +221,8 @@ class Node {
   uv_timer_t request_timer_{};
   uv_timer_t connect_timer_{};
   uv_timer_t reconnect_timer_{};
+  uv_idle_t poll_now_{};     // keeps the poll of this turn from blocking
+  uv_check_t after_poll_{};  // judges the deadlines after this turn's I/O
   uv_getaddrinfo_t resolve_{};
   bool resolving_ = false;
   bool numeric_host_ = false;
