@@ -231,6 +231,7 @@ void Node::begin_session(Conn& conn) {
   }
   for (const Script* script : preload_) load_script(conn, *script);
   for (const auto& channel : channels_) issue_subscription(conn, "SUBSCRIBE", channel);
+  send_orphans(conn);
   // The commands that waited go out in the order they were sent, behind the scripts they need,
   // each still bounded by its own deadline.
   if (ineligible()) {
@@ -259,6 +260,7 @@ void Node::begin_session(Conn& conn) {
     p.sink->on_node_reply(index_, out);
   }
   for (auto& p : late) {
+    keep_orphan(*p.command);
     NodeReply out;
     out.error = make_error_code(Errc::request_timeout);
     std::string detail = "not sent within " + ms_text(config_.request_timeout) +
@@ -292,13 +294,18 @@ std::error_code Node::send(const Command& command, ReplySink* sink) {
   // default user or in database 0.
   if (current_ == nullptr || !current_->in_session) {
     // Down, between back-off and the next attempt: fail at once, with the cause.
-    if (state_ != State::connecting)
+    if (state_ != State::connecting) {
+      keep_orphan(command);
       return last_error_ ? last_error_ : make_error_code(Errc::not_connected);
+    }
     held_.push_back(p);  // goes out when the session begins, or fails at its deadline
     arm_request_timer(p.deadline_ms);
     return {};
   }
-  if (ineligible()) return last_error_;
+  // The restart guard keeps a node from granting; what only deletes or extends the caller's own
+  // keys (release, renewal, fencing write-back) still goes through.
+  if ((command.script == nullptr || !command.script->order_free) && ineligible())
+    return last_error_;
   if (!issue(*current_, p)) return make_error_code(Errc::connection_lost);
   return {};
 }
@@ -391,6 +398,11 @@ bool Node::handle_reply(Conn& conn, const redisReply* reply, std::uint64_t recei
   conn.pending.pop_front();
 
   if (p.kind == Kind::internal) return true;  // SCRIPT LOAD: a failure shows on the script's use
+  if (p.kind == Kind::orphan) {
+    // Answered (deleted, not ours any more, or an error that sending again would not cure).
+    orphans_.remove_if([&](const Orphan& o) { return &o.command == p.command; });
+    return true;
+  }
   if (p.kind == Kind::probe) {
     handle_probe(reply);
     return true;
@@ -501,6 +513,22 @@ void Node::handle_probe(const redisReply* r) {
   if (!text.empty()) warn(text);
 }
 
+void Node::keep_orphan(const Command& command) {
+  if (command.script == nullptr || std::string_view(command.script->name) != "release") return;
+  if (orphans_.size() >= kMaxOrphans) orphans_.pop_front();  // bounded: the oldest go first
+  orphans_.push_back(Orphan{command, false});
+}
+
+void Node::send_orphans(Conn& conn) {
+  for (auto& o : orphans_) {
+    if (o.sent) continue;
+    // No deadline: bounded by the commands around it, like SCRIPT LOAD; nobody waits for it.
+    Pending p{&o.command, nullptr, 0, uv_hrtime(), Kind::orphan, false, false};
+    if (!issue(conn, p)) return;
+    o.sent = true;
+  }
+}
+
 void Node::warn(const std::string& text) {
   if (std::find(warnings_.begin(), warnings_.end(), text) != warnings_.end()) return;
   warnings_.push_back(text);
@@ -556,8 +584,10 @@ void Node::close_current(std::error_code reason, std::string detail) {
   // Everything it had in flight fails; a late reply can never be matched to a later request.
   Fifo<Pending> in_flight;
   std::swap(in_flight, old.pending);
+  for (auto& o : orphans_) o.sent = false;  // sent again on the next session
   for (auto& p : in_flight) {
     if (p.kind != Kind::user) continue;
+    keep_orphan(*p.command);  // it may or may not have run: a release runs again harmlessly
     NodeReply out;
     std::string late;
     if (p.timed_out) {
@@ -602,6 +632,7 @@ void Node::fail_held(std::error_code error, const std::string& detail) {
   std::swap(held, held_);
   std::string text = detail;  // `detail` may change under the callbacks
   for (auto& p : held) {
+    if (state_ != State::shut_down) keep_orphan(*p.command);
     NodeReply out;
     out.error = error;
     out.detail = text;
@@ -694,6 +725,7 @@ void Node::check_timeouts() {
   }
   for (auto& p : held_) arm_request_timer(p.deadline_ms);
   for (auto& p : late) {
+    keep_orphan(*p.command);
     NodeReply out;
     out.error = make_error_code(Errc::request_timeout);
     std::string detail = "not sent within " + ms_text(config_.request_timeout) +

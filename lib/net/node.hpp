@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <list>
 #include <memory>
 #include <random>
 #include <set>
@@ -124,8 +125,8 @@ class Node {
   enum class State { idle, connecting, ready, backoff, shut_down };
   // handshake: AUTH, SELECT (a failure closes the connection), INFO (the restart safeguards);
   // internal: SCRIPT LOAD (its reply is not needed); probe: CONFIG GET appendfsync (its reply
-  // may give a warning); user: a caller's command.
-  enum class Kind : std::uint8_t { user, handshake, internal, probe };
+  // may give a warning); orphan: a release sent again (see orphans_); user: a caller's command.
+  enum class Kind : std::uint8_t { user, handshake, internal, probe, orphan };
 
   struct Pending {
     const Command* command;
@@ -160,6 +161,11 @@ class Node {
   // ineligible for a while, or warns.
   bool apply_info(Conn& conn, const redisReply* reply);
   void handle_probe(const redisReply* reply);
+  // A release that failed without a known outcome (never sent, or its connection was lost) is
+  // kept and sent again when a session begins: a failed attempt's key must not outlive it on a
+  // node that was unreachable when the clean-up was due (its acquire may still run there).
+  void keep_orphan(const Command& command);
+  void send_orphans(Conn& conn);
   // Hands a warning about this node to Config::on_warning (or standard error), once per text.
   void warn(const std::string& text);
   // The restart guard: the error send() gives while the node is not eligible yet.
@@ -216,6 +222,12 @@ class Node {
   std::int64_t uptime_s_ = 0;      // as INFO said, for the restart guard's message
   bool ask_fsync_ = false;         // the session begins with CONFIG GET appendfsync
   std::vector<std::string> warnings_;
+  struct Orphan {
+    Command command;
+    bool sent = false;  // on the current connection, awaiting its reply
+  };
+  std::list<Orphan> orphans_;  // stable addresses: a Pending points at its command
+  static constexpr std::size_t kMaxOrphans = 4096;
   std::uint64_t armed_deadline_ = 0;  // deadline the request timer is armed for (uv_now time)
 
   uv_timer_t request_timer_{};

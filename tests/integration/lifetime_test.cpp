@@ -124,8 +124,8 @@ TEST(Lifetime, AReleaseThatFailedWhileNodesWereDownMayBeRetried) {
 
   cluster[1].restart();
   cluster[2].restart();
-  ASSERT_EQ(cluster.count_holding("redlock:retried", h.lock.token()), 2u)
-      << "the restarted nodes still hold our key";
+  // The restarted nodes come back with our key (AOF). The nodes also send the release again by
+  // themselves once they are back (Node::keep_orphan); a retry by the caller must still work.
   // Each try reports its own votes: a node whose key an earlier try deleted says no. The tries
   // end once every node could run the release.
   ReleaseResult again;
