@@ -78,7 +78,42 @@ bool append_command(std::string& out, Argv& argv) {
 
 void ReplyFree::operator()(redisReply* reply) const noexcept { freeReplyObject(reply); }
 
-ReplyReader::ReplyReader() : reader_(redisReaderCreate()) {
+namespace {
+
+// hiredis' own reply builders (its defaultFunctions, reached through a reader it made).
+const redisReplyObjectFunctions& hiredis_functions() {
+  static const redisReplyObjectFunctions fns = [] {
+    redisReader* r = redisReaderCreate();
+    if (r == nullptr) throw std::bad_alloc();
+    redisReplyObjectFunctions copy = *r->fn;
+    redisReaderFree(r);
+    return copy;
+  }();
+  return fns;
+}
+
+// An array header announces its length before any element arrives, and hiredis reserves room for
+// all of them at once: a server that sends "*2147483647" would have 16 GB reserved per reply. No
+// reply of ours has more elements than this; a longer one is a reader error, which closes the
+// connection like any garbage.
+void* create_bounded_array(const redisReadTask* task, int elements) {
+  if (elements < 0 || static_cast<std::size_t>(elements) > ReplyReader::kLongestArray)
+    return nullptr;  // hiredis: "out of memory", the reader stops
+  return hiredis_functions().createArray(task, elements);
+}
+
+redisReplyObjectFunctions* bounded_functions() {
+  static redisReplyObjectFunctions fns = [] {
+    redisReplyObjectFunctions copy = hiredis_functions();
+    copy.createArray = &create_bounded_array;
+    return copy;
+  }();
+  return &fns;
+}
+
+}  // namespace
+
+ReplyReader::ReplyReader() : reader_(redisReaderCreateWithFunctions(bounded_functions())) {
   if (reader_ == nullptr) throw std::bad_alloc();
 }
 

@@ -50,6 +50,8 @@ using ReplyPtr = std::unique_ptr<redisReply, ReplyFree>;
 class ReplyReader {
  public:
   enum class Status { reply, more, error };
+  // The most elements an array reply may announce (a renewal batch answers with 1,000 at most).
+  static constexpr std::size_t kLongestArray = 1u << 20;
 
   ReplyReader();  // throws std::bad_alloc
   ~ReplyReader();

@@ -247,6 +247,37 @@ TEST(Node, BackOffIsResetByAConnectionThatWorked) {
   EXPECT_LT(took.count(), 800) << "ms: the back-off was not reset by the working connection";
 }
 
+// A server announcing a huge array (garbage, or hostile) is a reader error at once, before hiredis
+// reserves room for it; ordinary arrays, nested ones and nil arrays still read.
+TEST(Protocol, AHugeArrayHeaderIsRefusedBeforeAnythingIsReserved) {
+  {
+    detail::ReplyReader reader;
+    ASSERT_TRUE(reader.feed("*2147483647\r\n", 13));
+    detail::ReplyPtr r;
+    EXPECT_EQ(reader.next(r), detail::ReplyReader::Status::error);
+  }
+  {
+    detail::ReplyReader reader;
+    const std::string ok = "*2\r\n*1\r\n:1\r\n*-1\r\n";
+    ASSERT_TRUE(reader.feed(ok.data(), ok.size()));
+    detail::ReplyPtr r;
+    ASSERT_EQ(reader.next(r), detail::ReplyReader::Status::reply);
+    ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);
+    ASSERT_EQ(r->elements, 2u);
+    EXPECT_EQ(r->element[0]->element[0]->integer, 1);
+    EXPECT_EQ(r->element[1]->type, REDIS_REPLY_NIL);
+  }
+  {
+    detail::ReplyReader reader;
+    std::string longest = "*" + std::to_string(detail::ReplyReader::kLongestArray) + "\r\n";
+    for (std::size_t i = 0; i < detail::ReplyReader::kLongestArray; ++i) longest += ":0\r\n";
+    ASSERT_TRUE(reader.feed(longest.data(), longest.size()));
+    detail::ReplyPtr r;
+    ASSERT_EQ(reader.next(r), detail::ReplyReader::Status::reply) << "the longest allowed reads";
+    EXPECT_EQ(r->elements, detail::ReplyReader::kLongestArray);
+  }
+}
+
 // Our command formatter writes RESP in place; hiredis' reader must read each command back as
 // exactly its arguments (empty ones, binary bytes and many arguments included), several
 // commands in one buffer, fed in pieces of any size.
