@@ -259,16 +259,17 @@ void Node::begin_session(Conn& conn) {
     out.latency = since(p.sent_ns);
     p.sink->on_node_reply(index_, out);
   }
-  for (auto& p : late) {
-    keep_orphan(*p.command);
-    NodeReply out;
-    out.error = make_error_code(Errc::request_timeout);
-    std::string detail = "not sent within " + ms_text(config_.request_timeout) +
-                         ": the connection's handshake ended too late";
-    out.detail = detail;
-    out.latency = since(p.sent_ns);
-    p.sink->on_node_reply(index_, out);
-  }
+  for (auto& p : late) fail_unsent(p, "the connection's handshake ended too late");
+}
+
+void Node::fail_unsent(const Pending& p, const char* why) {
+  keep_orphan(*p.command);
+  NodeReply out;
+  out.error = make_error_code(Errc::request_timeout);
+  std::string detail = "not sent within " + ms_text(config_.request_timeout) + ": " + why;
+  out.detail = detail;
+  out.latency = since(p.sent_ns);
+  p.sink->on_node_reply(index_, out);
 }
 
 void Node::subscribe(const std::string& channel) {
@@ -724,16 +725,7 @@ void Node::check_timeouts() {
                     "connection closed after a request timed out");
   }
   for (auto& p : held_) arm_request_timer(p.deadline_ms);
-  for (auto& p : late) {
-    keep_orphan(*p.command);
-    NodeReply out;
-    out.error = make_error_code(Errc::request_timeout);
-    std::string detail = "not sent within " + ms_text(config_.request_timeout) +
-                         ": no connection to the node was ready";
-    out.detail = detail;
-    out.latency = since(p.sent_ns);
-    p.sink->on_node_reply(index_, out);
-  }
+  for (auto& p : late) fail_unsent(p, "no connection to the node was ready");
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -171,6 +171,8 @@ class Node {
   // The restart guard: the error send() gives while the node is not eligible yet.
   bool ineligible();
   void issue_subscription(Conn& conn, const char* verb, const std::string& channel);
+  // A command that waited for a session past its deadline fails alone, never sent.
+  void fail_unsent(const Pending& p, const char* why);
   // Fails every command that waits for a session (never sent) with `error`.
   void fail_held(std::error_code error, const std::string& detail);
   // One reply, in order, read at `received_ns` (uv_hrtime). False when it closed the connection.

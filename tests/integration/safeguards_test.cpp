@@ -26,13 +26,7 @@ std::string url(const RedisServer& s) { return s.url(); }
 Config config_for(const std::vector<std::string>& urls) {
   std::string list;
   for (const auto& u : urls) list += (list.empty() ? "" : ",") + u;
-  Config c = Config::from_node_list(list);
-  c.request_timeout = 200ms;
-  c.connect_timeout = 500ms;
-  c.reconnect_min = 20ms;
-  c.reconnect_max = 100ms;
-  c.retry_delay = 20ms;
-  c.retry_jitter = 10ms;
+  Config c = test::fast_config(list);
   c.on_warning = [](const std::string&) {};  // the fixture's servers have no persistence
   return c;
 }

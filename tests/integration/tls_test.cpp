@@ -7,6 +7,7 @@
 
 #include "redis_server.hpp"
 #include "redlock/redlock.hpp"
+#include "test_config.hpp"
 
 namespace redlock {
 namespace {
@@ -30,14 +31,10 @@ class TlsFilesCleanup : public ::testing::Environment {
 [[maybe_unused]] auto* const cleanup = ::testing::AddGlobalTestEnvironment(new TlsFilesCleanup);
 
 Config tls_config(const std::string& node_list) {
-  Config c = Config::from_node_list(node_list);
+  Config c = test::fast_config(node_list);
   c.tls.ca_file = files().ca_cert;
-  c.request_timeout = 500ms;
+  c.request_timeout = 500ms;  // a handshake under sanitizers takes longer
   c.connect_timeout = 1000ms;
-  c.reconnect_min = 20ms;
-  c.reconnect_max = 100ms;
-  c.retry_delay = 20ms;
-  c.retry_jitter = 10ms;
   return c;
 }
 

@@ -6,9 +6,9 @@
 
 namespace redlock::test {
 
-inline Config fast_config(const RedisCluster& cluster, const std::string& credentials = {}) {
+inline Config fast_config(const std::string& node_list) {
   using namespace std::chrono_literals;
-  Config c = Config::from_node_list(cluster.node_list(credentials));
+  Config c = Config::from_node_list(node_list);
   c.request_timeout = 200ms;
   c.connect_timeout = 500ms;
   c.reconnect_min = 20ms;
@@ -16,6 +16,10 @@ inline Config fast_config(const RedisCluster& cluster, const std::string& creden
   c.retry_delay = 20ms;
   c.retry_jitter = 10ms;
   return c;
+}
+
+inline Config fast_config(const RedisCluster& cluster, const std::string& credentials = {}) {
+  return fast_config(cluster.node_list(credentials));
 }
 
 }  // namespace redlock::test
