@@ -110,7 +110,13 @@ inline NodeCheck judge(const ServerFacts& f, const Config& config,
     return v;
   }
   auto threshold = restart_threshold(config);
-  if (threshold > Milliseconds::zero() && f.uptime_s) {
+  if (threshold > Milliseconds::zero() && !f.uptime_s) {
+    // Its age unknown, the node may have restarted a moment ago: it waits as if it had.
+    v.ineligible_for = threshold;
+    v.warnings.push_back(
+        "INFO gave no uptime_in_seconds: with the restart guard on, the node votes only once "
+        "the largest lease has passed since each connection to it");
+  } else if (threshold > Milliseconds::zero()) {
     // Whole seconds, rounded down: the node may be older than it says, never younger, so the
     // wait is never too short.
     auto uptime = Milliseconds(std::max<std::int64_t>(*f.uptime_s, 0) * 1000);

@@ -410,9 +410,11 @@ bool Node::handle_reply(Conn& conn, const redisReply* reply, std::uint64_t recei
   }
   if (p.kind == Kind::handshake) {
     if (reply->type == REDIS_REPLY_ERROR && p.command == &info_) {
-      // INFO refused (an ACL without it, or renamed): the node may still vote, unchecked.
+      // INFO refused (an ACL without it, or renamed): the node may still vote, unchecked, but
+      // with the restart guard on it waits as if it had just restarted.
       warn("the restart safeguards could not check it: INFO answered " +
            std::string(reply->str, reply->len));
+      unknown_age();
     } else if (reply->type == REDIS_REPLY_ERROR) {
       std::string text(reply->str, reply->len);
       auto ec = error_from_reply_text(text);
@@ -483,6 +485,7 @@ bool Node::apply_info(Conn& conn, const redisReply* reply) {
   (void)conn;
   if (reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_STATUS) {
     warn("the restart safeguards could not check it: INFO gave no text");
+    unknown_age();
     return true;
   }
   auto facts = parse_info(std::string_view(reply->str, reply->len));
@@ -543,6 +546,11 @@ void Node::warn(const std::string& text) {
   } else {
     std::fprintf(stderr, "redlock: warning: %s\n", line.c_str());
   }
+}
+
+void Node::unknown_age() {
+  uptime_s_ = 0;
+  eligible_at_ = uv_now(loop_) + static_cast<std::uint64_t>(restart_threshold(config_).count());
 }
 
 bool Node::ineligible() {

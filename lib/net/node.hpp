@@ -170,6 +170,8 @@ class Node {
   void warn(const std::string& text);
   // The restart guard: the error send() gives while the node is not eligible yet.
   bool ineligible();
+  // INFO could not tell the node's age: with the guard on, it counts as just restarted.
+  void unknown_age();
   void issue_subscription(Conn& conn, const char* verb, const std::string& channel);
   // A command that waited for a session past its deadline fails alone, never sent.
   void fail_unsent(const Pending& p, const char* why);

@@ -257,5 +257,18 @@ TEST(Safeguards, WithTheRestartGuardAFreshlyRestartedNodeIsNotEligible) {
   ASSERT_TRUE(b.release(later.lock));
 }
 
+TEST(Safeguards, WithTheRestartGuardANodeOfUnknownAgeWaitsAsIfJustRestarted) {
+  RedisServer master;
+  RedisServer hidden({"--rename-command", "INFO", ""});  // INFO gone: its uptime cannot be read
+  Config config = config_for({url(master), url(hidden)});
+  config.ttl = config.watchdog_lease = config.restart_guard = 2000ms;
+  std::this_thread::sleep_for(3s);  // the readable node is old enough
+  Client client(config);
+  auto r = client.acquire(AcquireRequest({"aged"}, 2000ms));
+  ASSERT_FALSE(r) << "granted by a node whose age is unknown: " << r.votes.to_string();
+  EXPECT_EQ(r.votes.nodes[1].error, Errc::node_restarting) << r.votes.to_string();
+  EXPECT_TRUE(client.status()[0].up) << "the node whose age is known votes";
+}
+
 }  // namespace
 }  // namespace redlock

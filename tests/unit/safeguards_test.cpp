@@ -104,7 +104,10 @@ TEST(Safeguards, TheRestartGuardWaitsOutTheLargestLease) {
   EXPECT_EQ(judge(young, c, "").ineligible_for, 56'000ms);
   EXPECT_EQ(judge(parse_info(kMaster), c, "").ineligible_for, 0ms) << "an hour old";
   auto unknown = parse_info("role:master\r\n");
-  EXPECT_EQ(judge(unknown, c, "").ineligible_for, 0ms) << "no uptime: nothing to wait for";
+  EXPECT_EQ(judge(unknown, c, "").ineligible_for, 60'000ms) << "age unknown: as if just restarted";
+  EXPECT_FALSE(judge(unknown, c, "").warnings.empty());
+  c.restart_guard = 0ms;
+  EXPECT_EQ(judge(unknown, c, "").ineligible_for, 0ms) << "the guard off: nothing to wait for";
 }
 
 }  // namespace
