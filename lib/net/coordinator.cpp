@@ -250,6 +250,7 @@ class Coordinator::AcquireJob final : public Waiter {
     }
     uv_timer_stop(&timer_);
     attempt();
+    answers_notice_ = true;
     return true;
   }
 
@@ -461,6 +462,11 @@ class Coordinator::AcquireJob final : public Waiter {
         freed = freed ||
                 (v.vote == Vote::no && co_.waiters().released(keys_[0] + ":released", v.holder));
     freed_in_a_row_ = freed ? freed_in_a_row_ + 1 : 0;
+    // Woken by a notice and refused because of another of our keys: the resource that was
+    // released may be free, and another waiter of this client may want only it.
+    if (answers_notice_ && keys_.size() > 1 && listening_)
+      for (const auto& k : keys_) co_.waiters().pass(k + ":released", this);
+    answers_notice_ = false;
     if (split) {
       // Nobody holds a quorum: every contender is releasing what it got, and no release notice
       // will come. Retry soon, those closer to a quorum first, spread at random. When the
@@ -555,7 +561,8 @@ class Coordinator::AcquireJob final : public Waiter {
   std::vector<std::string> last_names_;  // holders named by the previous attempt
   bool in_attempt_ = false;
   bool woken_ = false;
-  bool noticed_ = false;  // woken by a notice that no attempt has answered yet
+  bool noticed_ = false;         // woken by a notice that no attempt has answered yet
+  bool answers_notice_ = false;  // the attempt in flight was started by a release notice
   bool listening_ = false;
   // A split winner (keep_going): it keeps the keys of its first round, asks again the nodes it
   // lacks, and counts its validity from round_start_.

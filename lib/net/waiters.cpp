@@ -81,20 +81,22 @@ void Waiters::on_subscribed(std::size_t node, std::string_view channel) {
   for (auto* w : waiters) w->wake();
 }
 
-void Waiters::pass(const std::string& channel) {
-  if (by_channel_.count(channel) != 0) wake_one(channel);
+void Waiters::pass(const std::string& channel, const Waiter* from) {
+  if (by_channel_.count(channel) != 0) wake_one(channel, from);
 }
 
 // Wakes the first waiter that is not already asking (or, when all are, the first): one attempt
 // per release and client, instead of every waiter racing its neighbours. The woken one goes to
 // the back of the list, so every waiter of the client gets its turn.
-void Waiters::wake_one(std::string channel) {
+void Waiters::wake_one(std::string channel, const Waiter* except) {
   for (int tries = 0; tries < 64; ++tries) {
     auto it = by_channel_.find(channel);
     if (it == by_channel_.end()) return;
     auto& list = it->second.waiters;
     if (list.empty()) return;
-    auto pick = std::find_if(list.begin(), list.end(), [](Waiter* w) { return !w->busy(); });
+    auto pick = std::find_if(list.begin(), list.end(),
+                             [&](Waiter* w) { return w != except && !w->busy(); });
+    if (pick == list.end() && except != nullptr) return;  // nobody else to hand it to
     if (pick == list.end()) pick = list.begin();
     Waiter* w = *pick;
     list.erase(pick);

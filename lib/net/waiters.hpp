@@ -36,8 +36,9 @@ class Waiters final : public MessageSink {
   void add(const std::string& channel, Waiter* waiter);
   // Unsubscribes on the last.
   void remove(const std::string& channel, Waiter* waiter);
-  // A waiter woken by a notice of `channel` ended without using it: wake the next one.
-  void pass(const std::string& channel);
+  // A waiter woken by a notice of `channel` ended without using it: wake the next one (never
+  // `from` itself).
+  void pass(const std::string& channel, const Waiter* from = nullptr);
   // True when a release notice on `channel` named `holder` lately: that holder's keys are being
   // deleted, so a "no" naming it is a node about to be free, not a lock held.
   bool released(const std::string& channel, std::string_view holder) const;
@@ -53,7 +54,7 @@ class Waiters final : public MessageSink {
   };
   void on_message(std::size_t node, std::string_view channel, std::string_view payload) override;
   void on_subscribed(std::size_t node, std::string_view channel) override;
-  void wake_one(std::string channel);
+  void wake_one(std::string channel, const Waiter* except = nullptr);
 
   Coordinator& coordinator_;
   std::vector<std::unique_ptr<Node>> subscribers_;  // created with the first waiter

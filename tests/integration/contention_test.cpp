@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <string>
 #include <thread>
 #include <vector>
@@ -80,6 +81,40 @@ TEST(Contention, OneReleaseWakesOneWaiterOfAClient) {
   long long per_node = (after - before) / static_cast<long long>(kNodes);
   RecordProperty("script_calls_per_node", std::to_string(per_node));
   EXPECT_LE(per_node, 5 + kWaiters + 4) << "script calls per node for " << kWaiters << " grants";
+}
+
+// A notice woken into a waiter that cannot use it is passed on. W1 wants {x, y} and is first in
+// x's list; W2 wants x alone. x is released, y stays held: W1 is woken and refused (y), and the
+// notice goes on to W2, which takes x long before any fallback (20 s here) would have woken it.
+TEST(Contention, ANoticeThatAWaiterCannotUseIsPassedOn) {
+  RedisCluster cluster(3);
+  auto config = test::fast_config(cluster);
+  Client holder(config);
+  auto x = holder.try_acquire("x", 30000ms);
+  auto y = holder.try_acquire("y", 30000ms);
+  ASSERT_TRUE(x && y);
+
+  auto slow = config;
+  slow.retry_delay = 20000ms;
+  slow.retry_jitter = 0ms;
+  Client waiters(slow);
+  CancelToken cancel_w1;
+  AcquireRequest both({"x", "y"}, 30000ms, 30000ms);
+  both.cancel = cancel_w1;
+  auto w1 = std::async(std::launch::async, [&] { return waiters.acquire(both); });
+  std::this_thread::sleep_for(300ms);  // W1 waits first
+  auto w2 = std::async(std::launch::async, [&] { return waiters.acquire("x", 30000ms, 8000ms); });
+  std::this_thread::sleep_for(300ms);  // both asked once and sleep until a notice
+  ASSERT_TRUE(holder.release(x.lock));
+  // Unpassed, the notice would leave W2 asleep until the last attempt its wait allows (8 s).
+  EXPECT_TRUE(test::eventually([&] { return cluster.count_existing("redlock:x") >= 2; }, 3s))
+      << "x stayed free: W2 was not told";
+  auto r2 = w2.get();
+  EXPECT_TRUE(r2) << "W2 was never told that x is free: " << r2.message();
+  cancel_w1.cancel();
+  EXPECT_FALSE(w1.get());
+  if (r2) (void)waiters.release(r2.lock);
+  (void)holder.release(y.lock);
 }
 
 // Eight clients (like eight processes) on one key, each taking the lock a few times with a wait
