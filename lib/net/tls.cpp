@@ -4,6 +4,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
+#include <sys/stat.h>
 
 #include <map>
 #include <mutex>
@@ -82,7 +83,31 @@ SSL_CTX* new_context(const TlsOptions& o, std::error_code& error, std::string& m
   return ctx;
 }
 
-using Key = std::tuple<std::string, std::string, std::string, std::string, bool>;
+// What a file is now: device, inode, size and change time. A CA, certificate or key replaced
+// (renamed over, rewritten, or added to a CA directory) gives another stamp, so the next
+// connection loads the new files instead of sharing a context made from the old ones.
+std::string stamp(const std::string& path) {
+  if (path.empty()) return {};
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return "?";
+  return std::to_string(st.st_dev) + ':' + std::to_string(st.st_ino) + ':' +
+         std::to_string(st.st_size) + ':' + std::to_string(st.st_mtim.tv_sec) + '.' +
+         std::to_string(st.st_mtim.tv_nsec) + ':' + std::to_string(st.st_ctim.tv_sec) + '.' +
+         std::to_string(st.st_ctim.tv_nsec);
+}
+
+// The options and the stamps of the files they name.
+using Key = std::tuple<std::string, std::string, std::string, std::string, bool, std::string>;
+
+Key key_of(const TlsOptions& o) {
+  return {o.ca_file,
+          o.ca_dir,
+          o.cert_file,
+          o.key_file,
+          o.insecure_skip_verify,
+          stamp(o.ca_file) + '|' + stamp(o.ca_dir) + '|' + stamp(o.cert_file) + '|' +
+              stamp(o.key_file)};
+}
 
 struct Cache {
   std::mutex mutex;
@@ -266,7 +291,7 @@ class TlsPump final : public BytePump {
 
 std::shared_ptr<TlsContext> tls_context(const TlsOptions& o, std::error_code& error,
                                         std::string& message) {
-  Key key{o.ca_file, o.ca_dir, o.cert_file, o.key_file, o.insecure_skip_verify};
+  const Key key = key_of(o);
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
   auto& slot = c.contexts[key];

@@ -2,7 +2,9 @@
 // certificates made at test time (test::TlsFiles). Verification is on unless a test says not.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <future>
+#include <iterator>
 #include <thread>
 
 #include "redis_server.hpp"
@@ -261,6 +263,39 @@ TEST(Tls, KilledTlsNodeReconnectsAndHandshakesAgain) {
   EXPECT_TRUE(test::eventually([&] {
     return cluster[1].command({"GET", "redlock:after"}) == after.lock.token;
   }));
+}
+
+// A CA rotation: the trusted CA file gains the new CA while the client runs. A node whose
+// certificate is signed by the new CA connects once the file changed, even though another
+// node's connection, made with the old file, is still open (and may share its context).
+TEST(Tls, ACaFileChangedWhileConnectedIsReadAgainForTheNextConnection) {
+  RedisServer old_ca_node(TlsMode::of(files()));
+  TlsMode rotated = TlsMode::of(files());
+  rotated.cert_file = files().other_cert;
+  rotated.key_file = files().other_key;
+  RedisServer new_ca_node(rotated);
+
+  const std::string ca = files().dir + "/rotating-ca.pem";
+  auto slurp = [](const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  { std::ofstream(ca) << slurp(files().ca_cert); }
+  Config c = tls_config(old_ca_node.tls_url() + "," + new_ca_node.tls_url());
+  c.tls.ca_file = ca;
+  Client client(c);
+  auto rows = status_when(client, 1, Errc::tls_unknown_ca);
+  ASSERT_EQ(rows.size(), 2u);
+  ASSERT_TRUE(status_when(client, 0, {})[0].up) << rows[0].detail;
+  EXPECT_EQ(rows[1].error, Errc::tls_unknown_ca) << rows[1].detail;
+
+  { std::ofstream(ca) << slurp(files().ca_cert) << slurp(files().other_ca_cert); }
+  rows = status_when(client, 1, {});
+  EXPECT_TRUE(rows[1].up) << rows[1].detail;
+  EXPECT_TRUE(rows[0].up) << rows[0].detail;
+  auto r = client.try_acquire("rotated", 5000ms);
+  ASSERT_TRUE(r) << r.message();
+  EXPECT_EQ(r.votes.yes(), 2u) << r.message();
 }
 
 TEST(Tls, UnreadableCaFileIsAConfigErrorNamingTheFile) {
