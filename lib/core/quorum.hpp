@@ -98,6 +98,15 @@ inline bool held_elsewhere(const std::vector<NodeVote>& votes, std::size_t quoru
   return best + unnamed >= quorum;
 }
 
+// True when the votes already in show one named holder on a quorum of the nodes: whatever the
+// rest say, this is no split vote, and waiting for them would only delay the refusal.
+inline bool holder_has_quorum(const std::vector<NodeVote>& votes, std::size_t quorum) {
+  std::unordered_map<std::string, std::size_t> by_holder;
+  for (const auto& v : votes)
+    if (v.vote == Vote::no && !v.holder.empty() && ++by_holder[v.holder] >= quorum) return true;
+  return false;
+}
+
 // The name acquire.lua gives a holder in its "no" reply, and release.lua in its release notice:
 // the first 16 hex digits of the SHA-1 of its token (redis.sha1hex), so that the holder can be
 // named without showing its token. A contender computes its own name the same way.
@@ -147,8 +156,8 @@ inline std::string token_digest(std::string_view token) {
 // drawn fresh for every attempt, so the winner is a fair draw among the contenders that got a
 // node (favouring the one with the most nodes would crown, round after round, the contender that
 // asked first: the one that just released, whose next acquire follows its release on every
-// connection). True when that is us (`own` is our name, token_digest of our token): we keep our keys
-// and ask again only the nodes we lack, while the others clean up. A "no" that names us (one
+// connection). True when that is us (`own` is our name, token_digest of our token): we keep our
+// keys and ask again only the nodes we lack, while the others clean up. A "no" that names us (one
 // server listed under two addresses) is a node we can never win, so it counts for nobody.
 // False when the picture is not whole, when we hold nothing, or when a holder has a quorum.
 inline bool split_winner(const std::vector<NodeVote>& votes, std::size_t quorum,

@@ -315,7 +315,7 @@ class Coordinator::AcquireJob final : public Waiter {
 
   bool may_be_split(const FanOut& f) const {
     return keys_.size() == 1 && f.tally().yes > 0 && f.tally().failed == 0 && !stop_reason_ &&
-           !co_.shutting_down();
+           !co_.shutting_down() && !holder_has_quorum(f.votes().nodes, f.tally().quorum());
   }
 
   void on_attempt(FanOut& f) {

@@ -136,6 +136,21 @@ NodeVote vote(Vote kind) {
   return v;
 }
 
+// A refusal is judged at once, without the votes still on their way, once one holder is seen on a
+// quorum: no split vote is possible then.
+TEST(SplitVote, AHolderSeenOnAQuorumEndsTheWaitForTheRest) {
+  EXPECT_TRUE(holder_has_quorum(
+      {no_by("a"), no_by("a"), no_by("a"), vote(Vote::pending), vote(Vote::yes)}, 3));
+  EXPECT_FALSE(holder_has_quorum(
+      {no_by("a"), no_by("a"), no_by("b"), vote(Vote::pending), vote(Vote::yes)}, 3));
+  // Unnamed refusals or silent nodes may belong to anyone: not enough to know.
+  EXPECT_FALSE(holder_has_quorum(
+      {no_by("a"), no_by("a"), no_by(""), vote(Vote::pending), vote(Vote::yes)}, 3));
+  EXPECT_FALSE(holder_has_quorum(
+      {no_by("a"), no_by("a"), vote(Vote::failed), vote(Vote::pending), vote(Vote::yes)}, 3));
+  EXPECT_TRUE(holder_has_quorum({no_by("a")}, 1));
+}
+
 // A refused acquire waits for a release notice only when some holder may hold a quorum; when
 // contenders split the nodes and none can, nobody will ever publish a release.
 TEST(SplitVote, ARealHolderIsToldFromASplit) {
