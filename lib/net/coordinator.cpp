@@ -261,6 +261,12 @@ class Coordinator::AcquireJob final : public Waiter {
     if (finished_) return;
     if (in_attempt_) {
       stop_reason_ = why;  // the attempt's completion finishes the job
+      // Between two fill-in rounds no request is on its way to end the attempt: clean up now,
+      // while the nodes are still open (a shutdown closes them once no fan-out is live).
+      if (fill_pending_) {
+        uv_timer_stop(&timer_);
+        fill_in();
+      }
       return;
     }
     AcquireResult r;
@@ -408,6 +414,7 @@ class Coordinator::AcquireJob final : public Waiter {
     if (fills_in_a_row_ <= 3) {
       send_acquire(&kept_votes_.nodes);
     } else {
+      fill_pending_ = true;
       uv_timer_start(
           &timer_, [](uv_timer_t* t) { static_cast<AcquireJob*>(t->data)->fill_in(); }, 1, 0);
     }
@@ -415,6 +422,7 @@ class Coordinator::AcquireJob final : public Waiter {
   }
 
   void fill_in() {
+    fill_pending_ = false;
     if (co_.shutting_down() || stop_reason_) {
       // Ends like a failed round: clean up, then finish.
       AcquireResult r;
@@ -563,6 +571,7 @@ class Coordinator::AcquireJob final : public Waiter {
   bool woken_ = false;
   bool noticed_ = false;         // woken by a notice that no attempt has answered yet
   bool answers_notice_ = false;  // the attempt in flight was started by a release notice
+  bool fill_pending_ = false;    // a split winner's next round waits on timer_
   bool listening_ = false;
   // A split winner (keep_going): it keeps the keys of its first round, asks again the nodes it
   // lacks, and counts its validity from round_start_.
