@@ -382,6 +382,18 @@ void Node::on_data(Conn& conn, const char* data, std::size_t len) {
   }
 }
 
+namespace {
+
+// INFO itself is not allowed on this server (an ACL without it, or the command renamed away),
+// as opposed to an error that any command would have got.
+bool info_refused(const redisReply* reply) {
+  std::string_view text(reply->str, reply->len);
+  return error_from_reply_text(text) == Errc::redis_noperm ||
+         text.rfind("ERR unknown command", 0) == 0;
+}
+
+}  // namespace
+
 bool Node::handle_reply(Conn& conn, const redisReply* reply, std::uint64_t received_ns) {
   if (conn.in_session && reply->type != REDIS_REPLY_ERROR && !conn.answered) {
     conn.answered = true;
@@ -409,9 +421,10 @@ bool Node::handle_reply(Conn& conn, const redisReply* reply, std::uint64_t recei
     return true;
   }
   if (p.kind == Kind::handshake) {
-    if (reply->type == REDIS_REPLY_ERROR && p.command == &info_) {
+    if (reply->type == REDIS_REPLY_ERROR && p.command == &info_ && info_refused(reply)) {
       // INFO refused (an ACL without it, or renamed): the node may still vote, unchecked, but
-      // with the restart guard on it waits as if it had just restarted.
+      // with the restart guard on it waits as if it had just restarted. Any other error (a
+      // server at maxclients, NOAUTH, BUSY) is the connection's, and ends it below.
       warn("the restart safeguards could not check it: INFO answered " +
            std::string(reply->str, reply->len));
       unknown_age();

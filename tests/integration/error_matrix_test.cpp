@@ -640,12 +640,10 @@ TEST_P(ErrorMatrix, Cell) {
   EXPECT_TRUE(whole) << "not whole again after the cure: " << last;
 }
 
-// Defect (lib/net/node.cpp, not fixed here): a server at `maxclients` writes "-ERR max number
-// of clients reached" and closes; the client reports only the close (connection_lost,
-// "connection closed by the server"), so an operator cannot tell a full server from a crashing
-// one. Expected: the server's text in the vote's detail (and redis_error, or a code of its
-// own). Enable once the session keeps an error reply that arrives before the close.
-TEST(ErrorMatrixDefects, DISABLED_AServerAtMaxclientsIsNamedAsSuch) {
+// A server at `maxclients` writes "-ERR max number of clients reached" and closes. That error
+// answers the first command of the handshake (INFO); it was once taken for "INFO not allowed",
+// and the operator saw only the close, unable to tell a full server from a crashing one.
+TEST(ErrorMatrixHandshake, AServerAtMaxclientsIsNamedAsSuch) {
   RedisCluster cluster(1);
   Raw slot(cluster[0].port(), "");
   ASSERT_EQ(slot.command({"CONFIG", "SET", "maxclients", "1"}), "OK");
