@@ -357,6 +357,10 @@ TEST(HeldLock, QuorumReportingTheKeyGoneIsLostAtOnce) {
   auto r = client.hold(AcquireRequest({"stolen"}),
                        [&](std::error_code) { lost.set_value(Clock::now()); });
   ASSERT_TRUE(r);
+  // The grant needed two votes; the third acquire must land before the tampering, or it would
+  // set our key again on the node just cleared.
+  ASSERT_TRUE(
+      eventually([&] { return cluster.count_holding("redlock:stolen", r.lock.token()) == 3; }));
   // An operator (or a restart without persistence) removes the key on two of three nodes.
   cluster[0].command({"DEL", "redlock:stolen"});
   cluster[1].command({"SET", "redlock:stolen", "someone-else"});
