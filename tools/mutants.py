@@ -93,6 +93,10 @@ MUTANTS = [
      "sigfillset(&all);",
      "sigemptyset(&all);",
      "the loop thread can receive SIGPIPE"),
+    ("split_validity_from_last_round", "lib/net/coordinator.cpp",
+     "if (!kept_) round_start_ = f.started();",
+     "round_start_ = f.started();",
+     "a split winner counts its validity from its last round, not from its first keys"),
 ]
 
 
