@@ -22,6 +22,7 @@
 #include "fake_server.hpp"
 #include "redis_server.hpp"
 #include "redlock/redlock.hpp"
+#include "test_config.hpp"
 
 namespace redlock {
 namespace {
@@ -274,13 +275,8 @@ class ErrorMatrix : public ::testing::TestWithParam<Cell> {
       list +=
           (i ? ",redis://" : "redis://") + credentials_ + (f ? f->address() : node(i).address());
     }
-    Config c = Config::from_node_list(list);
-    c.request_timeout = 200ms;
-    c.connect_timeout = 500ms;
-    c.reconnect_min = 20ms;
+    Config c = test::fast_config(list);
     c.reconnect_max = 200ms;
-    c.retry_delay = 20ms;
-    c.retry_jitter = 10ms;
     c.check_persistence = false;  // no warnings about servers without AOF
     c.on_warning = [](const std::string&) {};
     client_ = std::make_unique<Client>(c);
