@@ -7,7 +7,6 @@
 #include <sys/stat.h>
 
 #include <map>
-#include <mutex>
 #include <tuple>
 #include <utility>
 
@@ -109,14 +108,16 @@ Key key_of(const TlsOptions& o) {
               stamp(o.key_file)};
 }
 
-struct Cache {
-  std::mutex mutex;
-  std::map<Key, std::weak_ptr<TlsContext>> contexts;
-};
+// Contexts are shared by the connections of one thread only: each client's loop has its own.
+// OpenSSL allows an SSL_CTX in several threads, but what it changes in one during a handshake
+// (cached certificate fields, the session cache) is guarded by its own atomics and locks, which
+// ThreadSanitizer cannot see; one context per loop leaves nothing to share, for one CA load per
+// client.
+using Cache = std::map<Key, std::weak_ptr<TlsContext>>;
 
 Cache& cache() {
-  static Cache* c = new Cache;  // never destroyed: contexts may outlive static destruction
-  return *c;
+  thread_local Cache contexts;
+  return contexts;
 }
 
 bool is_ip(const std::string& host) {
@@ -293,16 +294,14 @@ std::shared_ptr<TlsContext> tls_context(const TlsOptions& o, std::error_code& er
                                         std::string& message) {
   const Key key = key_of(o);
   Cache& c = cache();
-  std::lock_guard<std::mutex> lock(c.mutex);
-  auto& slot = c.contexts[key];
+  auto& slot = c[key];
   if (auto live = slot.lock()) return live;
   SSL_CTX* ctx = new_context(o, error, message);
   if (ctx == nullptr) return nullptr;
   auto made = std::make_shared<TlsContext>(ctx);
   slot = made;
   // Forget the entries of contexts that are gone.
-  for (auto it = c.contexts.begin(); it != c.contexts.end();)
-    it = it->second.expired() ? c.contexts.erase(it) : std::next(it);
+  for (auto it = c.begin(); it != c.end();) it = it->second.expired() ? c.erase(it) : std::next(it);
   return made;
 }
 

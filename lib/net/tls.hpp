@@ -20,8 +20,9 @@ namespace redlock::detail {
 
 class TlsContext;
 
-// The shared context for `options`, loaded now if no live one exists. Null on failure, with
-// Errc::invalid_config and `message` naming the file and OpenSSL's reason. Thread-safe.
+// The context for `options` shared by the connections of the calling thread (a client's loop),
+// loaded now if none is live or one of its files changed since. Null on failure, with
+// Errc::invalid_config and `message` naming the file and OpenSSL's reason.
 std::shared_ptr<TlsContext> tls_context(const TlsOptions& options, std::error_code& error,
                                         std::string& message);
 
