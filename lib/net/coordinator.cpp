@@ -241,7 +241,7 @@ class Coordinator::AcquireJob final : public Waiter {
   }
 
   // A release notice (or a fresh subscription) on one of our resources.
-  bool wake() override {
+  bool wake(const std::string* channel) override {
     if (finished_) return false;
     noticed_ = true;
     if (in_attempt_) {
@@ -249,8 +249,7 @@ class Coordinator::AcquireJob final : public Waiter {
       return true;
     }
     uv_timer_stop(&timer_);
-    attempt();
-    answers_notice_ = true;
+    attempt(channel);
     return true;
   }
 
@@ -277,7 +276,9 @@ class Coordinator::AcquireJob final : public Waiter {
   }
 
  private:
-  void attempt() {
+  // `notice`: the channel whose release notice started this attempt, if one did.
+  void attempt(const std::string* notice = nullptr) {
+    notice_ = notice != nullptr ? *notice : std::string();
     // Every attempt has a token of its own. A failed attempt's clean-up may still be on its way
     // (on a connection being replaced, or behind a slow node) when a later attempt is granted;
     // with one token for both it would delete that grant, and the holder would believe in a
@@ -437,6 +438,8 @@ class Coordinator::AcquireJob final : public Waiter {
 
   void attempt_failed(AcquireResult r, Clock::time_point now) {
     if (keep_going(r, now)) return;
+    std::string notice;
+    notice.swap(notice_);  // answered: a later attempt is the timer's, not this notice's
     in_attempt_ = false;
     kept_ = false;
     // A failed attempt may have left its token on some nodes, or may still do so on nodes that
@@ -472,9 +475,8 @@ class Coordinator::AcquireJob final : public Waiter {
     freed_in_a_row_ = freed ? freed_in_a_row_ + 1 : 0;
     // Woken by a notice and refused because of another of our keys: the resource that was
     // released may be free, and another waiter of this client may want only it.
-    if (answers_notice_ && keys_.size() > 1 && listening_)
-      for (const auto& k : keys_) co_.waiters().pass(k + ":released", this);
-    answers_notice_ = false;
+    if (!notice.empty() && r.error == Errc::not_acquired && keys_.size() > 1 && listening_)
+      co_.waiters().pass(notice);
     if (split) {
       // Nobody holds a quorum: every contender is releasing what it got, and no release notice
       // will come. Retry soon, those closer to a quorum first, spread at random. When the
@@ -569,9 +571,9 @@ class Coordinator::AcquireJob final : public Waiter {
   std::vector<std::string> last_names_;  // holders named by the previous attempt
   bool in_attempt_ = false;
   bool woken_ = false;
-  bool noticed_ = false;         // woken by a notice that no attempt has answered yet
-  bool answers_notice_ = false;  // the attempt in flight was started by a release notice
-  bool fill_pending_ = false;    // a split winner's next round waits on timer_
+  bool noticed_ = false;       // woken by a notice that no attempt has answered yet
+  std::string notice_;         // the channel whose release notice started the attempt in flight
+  bool fill_pending_ = false;  // a split winner's next round waits on timer_
   bool listening_ = false;
   // A split winner (keep_going): it keeps the keys of its first round, asks again the nodes it
   // lacks, and counts its validity from round_start_.

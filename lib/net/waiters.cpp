@@ -30,6 +30,8 @@ void Waiters::remove(const std::string& channel, Waiter* waiter) {
   if (it == by_channel_.end()) return;
   auto& list = it->second.waiters;
   list.erase(std::remove(list.begin(), list.end(), waiter), list.end());
+  auto& had = it->second.had;
+  had.erase(std::remove(had.begin(), had.end(), waiter), had.end());
   if (!list.empty()) return;
   by_channel_.erase(it);
   for (auto& s : subscribers_) s->unsubscribe(channel);
@@ -58,6 +60,7 @@ void Waiters::on_message(std::size_t, std::string_view channel, std::string_view
     c.recent[c.next_recent] = std::string(payload);
     c.next_recent = (c.next_recent + 1) % c.recent.size();
   }
+  c.had.clear();  // a new notice: every waiter may have it
   wake_one(it->first);
 }
 
@@ -78,31 +81,35 @@ void Waiters::on_subscribed(std::size_t node, std::string_view channel) {
   // A woken waiter may finish and leave the list: walk a copy. Waiters are freed only in a
   // later loop phase (uv_close), so every pointer here is still alive.
   auto waiters = it->second.waiters;
-  for (auto* w : waiters) w->wake();
+  for (auto* w : waiters) w->wake(nullptr);
 }
 
-void Waiters::pass(const std::string& channel, const Waiter* from) {
-  if (by_channel_.count(channel) != 0) wake_one(channel, from);
+void Waiters::pass(const std::string& channel) {
+  if (by_channel_.count(channel) != 0) wake_one(channel);
 }
 
-// Wakes the first waiter that is not already asking (or, when all are, the first): one attempt
-// per release and client, instead of every waiter racing its neighbours. The woken one goes to
-// the back of the list, so every waiter of the client gets its turn.
-void Waiters::wake_one(std::string channel, const Waiter* except) {
+// Wakes the first waiter that is not already asking (or, when all are, the first, which then
+// asks again at once): one attempt per release and client, instead of every waiter racing its
+// neighbours. Only waiters that have not had this notice: a notice handed on (pass) ends once
+// every waiter had it. The woken one goes to the back of the list, so every waiter of the client
+// gets its turn.
+void Waiters::wake_one(std::string channel) {
   for (int tries = 0; tries < 64; ++tries) {
     auto it = by_channel_.find(channel);
     if (it == by_channel_.end()) return;
     auto& list = it->second.waiters;
-    if (list.empty()) return;
-    auto pick = std::find_if(list.begin(), list.end(),
-                             [&](Waiter* w) { return w != except && !w->busy(); });
-    if (pick == list.end() && except != nullptr) return;  // nobody else to hand it to
-    if (pick == list.end()) pick = list.begin();
+    auto& had = it->second.had;
+    auto fresh = [&](const Waiter* w) { return std::find(had.begin(), had.end(), w) == had.end(); };
+    auto pick =
+        std::find_if(list.begin(), list.end(), [&](Waiter* w) { return fresh(w) && !w->busy(); });
+    if (pick == list.end()) pick = std::find_if(list.begin(), list.end(), fresh);
+    if (pick == list.end()) return;  // every waiter had it
     Waiter* w = *pick;
+    had.push_back(w);
     list.erase(pick);
     list.push_back(w);
     // wake() may finish the waiter and remove it (and the channel): nothing of `it` is used after.
-    if (w->wake()) return;
+    if (w->wake(&channel)) return;
   }
 }
 

@@ -19,9 +19,9 @@ class Coordinator;
 // Something that sleeps until a resource may have been released.
 class Waiter {
  public:
-  // A release notice (or a fresh subscription) on one of its channels. False when it can no
-  // longer use it (it is finishing), so that the notice goes to another waiter.
-  virtual bool wake() = 0;
+  // A release notice on `channel` (null: a fresh subscription, on any of its channels). False
+  // when it can no longer use it (it is finishing), so that the notice goes to another waiter.
+  virtual bool wake(const std::string* channel) = 0;
   // True while an attempt of its own is on its way (a notice then only makes it try again).
   virtual bool busy() const = 0;
 
@@ -36,9 +36,10 @@ class Waiters final : public MessageSink {
   void add(const std::string& channel, Waiter* waiter);
   // Unsubscribes on the last.
   void remove(const std::string& channel, Waiter* waiter);
-  // A waiter woken by a notice of `channel` ended without using it: wake the next one (never
-  // `from` itself).
-  void pass(const std::string& channel, const Waiter* from = nullptr);
+  // A waiter woken by a notice of `channel` ended without using it: wake one that has not had
+  // this notice yet (each notice visits each waiter at most once, so two waiters that both
+  // cannot use it never hand it back and forth).
+  void pass(const std::string& channel);
   // True when a release notice on `channel` named `holder` lately: that holder's keys are being
   // deleted, so a "no" naming it is a node about to be free, not a lock held.
   bool released(const std::string& channel, std::string_view holder) const;
@@ -50,11 +51,12 @@ class Waiters final : public MessageSink {
     std::vector<Waiter*> waiters;         // the next to wake first; a woken one goes to the back
     std::array<std::string, 4> recent{};  // releasers named by the latest notices
     std::size_t next_recent = 0;
-    std::vector<bool> confirmed;  // nodes that confirmed the subscription
+    std::vector<bool> confirmed;     // nodes that confirmed the subscription
+    std::vector<const Waiter*> had;  // woken for the latest notice
   };
   void on_message(std::size_t node, std::string_view channel, std::string_view payload) override;
   void on_subscribed(std::size_t node, std::string_view channel) override;
-  void wake_one(std::string channel, const Waiter* except = nullptr);
+  void wake_one(std::string channel);
 
   Coordinator& coordinator_;
   std::vector<std::unique_ptr<Node>> subscribers_;  // created with the first waiter

@@ -117,6 +117,42 @@ TEST(Contention, ANoticeThatAWaiterCannotUseIsPassedOn) {
   (void)holder.release(y.lock);
 }
 
+// Two waiters that both want {x, y}: x is released, y stays held. Each is told once, is
+// refused (y), and the notice ends there: handing it back and forth would run an attempt and its
+// clean-up on every node, round after round, for as long as y is held.
+TEST(Contention, ANoticeNoWaiterCanUseIsNotHandedBackAndForth) {
+  constexpr std::size_t kNodes = 3;
+  RedisCluster cluster(kNodes);
+  auto config = test::fast_config(cluster);
+  Client holder(config);
+  auto x = holder.try_acquire("x", 30000ms);
+  auto y = holder.try_acquire("y", 30000ms);
+  ASSERT_TRUE(x && y);
+
+  auto slow = config;
+  slow.retry_delay = 20000ms;
+  slow.retry_jitter = 0ms;
+  Client waiters(slow);
+  CancelToken cancel;
+  AcquireRequest both({"x", "y"}, 30000ms, 30000ms);
+  both.cancel = cancel;
+  auto w1 = std::async(std::launch::async, [&] { return waiters.acquire(both); });
+  auto w2 = std::async(std::launch::async, [&] { return waiters.acquire(both); });
+  std::this_thread::sleep_for(500ms);  // both asked once and sleep until a notice
+  auto before = script_calls(cluster, kNodes);
+  ASSERT_TRUE(holder.release(x.lock));
+  std::this_thread::sleep_for(1000ms);
+  auto after = script_calls(cluster, kNodes);
+  // Per node: the release, and at most an attempt and its clean-up for each waiter.
+  long long per_node = (after - before) / static_cast<long long>(kNodes);
+  RecordProperty("script_calls_per_node", std::to_string(per_node));
+  EXPECT_LE(per_node, 1 + 2 * 2 + 2) << "a notice nobody can use went round in circles";
+  cancel.cancel();
+  EXPECT_FALSE(w1.get());
+  EXPECT_FALSE(w2.get());
+  (void)holder.release(y.lock);
+}
+
 // Eight clients (like eight processes) on one key, each taking the lock a few times with a wait
 // far longer than the test needs. No two critical sections overlap, every client is served every
 // time (a wait never ends not_acquired), and the attempts per grant stay bounded.
