@@ -431,7 +431,10 @@ bool Node::handle_reply(Conn& conn, const redisReply* reply, std::uint64_t recei
     } else if (reply->type == REDIS_REPLY_ERROR) {
       std::string text(reply->str, reply->len);
       auto ec = error_from_reply_text(text);
-      if (p.command == &auth_ && ec == make_error_code(Errc::redis_error))
+      // A plain ERR to AUTH is a refused password, unless it is the server's greeting of a
+      // connection it will not serve (maxclients), which answers whatever came first.
+      if (p.command == &auth_ && ec == make_error_code(Errc::redis_error) &&
+          text.rfind("ERR max number of clients", 0) != 0)
         ec = make_error_code(Errc::redis_auth_failed);
       // Never answered: the connect backs off, and every command that waited for this
       // session fails without having been sent.
@@ -562,17 +565,20 @@ void Node::warn(const std::string& text) {
 }
 
 void Node::unknown_age() {
-  uptime_s_ = 0;
+  uptime_s_ = -1;
   eligible_at_ = uv_now(loop_) + static_cast<std::uint64_t>(restart_threshold(config_).count());
 }
 
 bool Node::ineligible() {
   auto now = uv_now(loop_);
   if (now >= eligible_at_) return false;
-  note_error(make_error_code(Errc::node_restarting),
-             "restarted " + std::to_string(uptime_s_) + " s ago; not eligible for another " +
-                 std::to_string(eligible_at_ - now) + " ms (restart guard: the largest lease, " +
-                 ms_text(restart_threshold(config_)) + ", must pass first)");
+  note_error(
+      make_error_code(Errc::node_restarting),
+      (uptime_s_ < 0 ? std::string("uptime unknown (INFO unreadable), taken as just restarted")
+                     : "restarted " + std::to_string(uptime_s_) + " s ago") +
+          "; not eligible for another " + std::to_string(eligible_at_ - now) +
+          " ms (restart guard: the largest lease, " + ms_text(restart_threshold(config_)) +
+          ", must pass first)");
   return true;
 }
 

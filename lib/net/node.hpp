@@ -223,7 +223,7 @@ class Node {
   Command info_;                    // INFO, when a restart safeguard is on (data nodes)
   ServerIds* server_ids_ = nullptr;
   std::uint64_t eligible_at_ = 0;  // uv_now() time from which the restart guard lets it vote
-  std::int64_t uptime_s_ = 0;      // as INFO said, for the restart guard's message
+  std::int64_t uptime_s_ = 0;      // as INFO said (-1: unknown), for the guard's message
   bool ask_fsync_ = false;         // the session begins with CONFIG GET appendfsync
   std::vector<std::string> warnings_;
   struct Orphan {

@@ -655,6 +655,26 @@ TEST(ErrorMatrixHandshake, AServerAtMaxclientsIsNamedAsSuch) {
       << r.message();
 }
 
+// With a password, the server's "ERR max number of clients reached" answers AUTH: still the
+// server's words, never taken for a wrong password.
+TEST(ErrorMatrixHandshake, AServerAtMaxclientsIsNotTakenForAWrongPassword) {
+  RedisCluster cluster(1);
+  Raw slot(cluster[0].port(), "");
+  ASSERT_EQ(slot.command({"CONFIG", "SET", "requirepass", "pw"}), "OK");
+  ASSERT_EQ(slot.command({"CONFIG", "SET", "maxclients", "1"}), "OK");
+  Config c = Config::from_node_list(cluster.node_list(":pw"));
+  c.retry_count = 0;
+  c.check_persistence = false;
+  c.on_warning = [](const std::string&) {};
+  Client client(c);
+  auto r = client.try_acquire("full", 1000ms);
+  EXPECT_EQ(r.error, Errc::no_quorum) << r.message();
+  ASSERT_EQ(r.votes.nodes.size(), 1u);
+  EXPECT_NE(r.votes.nodes[0].error, Errc::redis_auth_failed) << r.message();
+  EXPECT_NE(r.votes.nodes[0].detail.find("max number of clients"), std::string::npos)
+      << r.message();
+}
+
 std::string cell_name(const ::testing::TestParamInfo<Cell>& info) {
   return std::string(name_of(std::get<0>(info.param))) +
          (std::get<1>(info.param) == Placement::majority ? "_Majority" : "_Minority");
