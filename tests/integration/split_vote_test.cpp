@@ -30,8 +30,8 @@ constexpr const char* kContenderC = "split-contender-37639298";
 
 TEST(SplitVote, AWinnerWhoseLastRoundEndsPastTheFirstRoundsWindowGetsNoLock) {
   RedisCluster cluster(5);
-  // Nodes 2, 3 and 4 answer 120 ms after they are asked (60 ms each way); 0 and 1 at once.
-  constexpr auto kOneWay = 60ms;
+  // Nodes 2, 3 and 4 answer 300 ms after they are asked (150 ms each way); 0 and 1 at once.
+  constexpr auto kOneWay = 150ms;
   std::vector<std::unique_ptr<FaultProxy>> proxies;
   std::string nodes = "redis://127.0.0.1:" + std::to_string(cluster[0].port()) +
                       ",redis://127.0.0.1:" + std::to_string(cluster[1].port());
@@ -50,16 +50,17 @@ TEST(SplitVote, AWinnerWhoseLastRoundEndsPastTheFirstRoundsWindowGetsNoLock) {
         auto rows = client.status();
         return std::all_of(rows.begin(), rows.end(), [](const NodeStatus& s) { return s.up; });
       },
-      5000ms));
+      10000ms));
 
-  // The picture the first round sees, complete 120 ms after it began: us on 0 and 1, B on 2
-  // and 3, C on 4. Nobody has a quorum of 3: a split, which we win. B's keys are gone 120 ms
-  // later, when our fill-in round reaches 2 and 3 (180 ms): that round completes the quorum at
-  // about 240 ms, past the 200 ms lease that the first round's keys have.
-  constexpr auto kTtl = 200ms;
+  // The picture the first round sees, complete 300 ms after it began: us on 0 and 1, B on 2
+  // and 3, C on 4. Nobody has a quorum of 3: a split, which we win. B's keys are gone at 300 ms,
+  // before our fill-in round reaches 2 and 3 (450 ms): that round completes the quorum at about
+  // 600 ms, past the 450 ms lease that the first round's keys have. Every step has about 150 ms
+  // to spare.
+  constexpr auto kTtl = 450ms;
   const auto start = Clock::now();
   for (std::size_t i : {2u, 3u})
-    cluster[i].command({"SET", "redlock:split", kContenderB, "PX", "120"});
+    cluster[i].command({"SET", "redlock:split", kContenderB, "PX", "300"});
   cluster[4].command({"SET", "redlock:split", kContenderC, "PX", "60000"});
   auto r = client.try_acquire("split", kTtl);
 

@@ -286,7 +286,8 @@ TEST(Tls, ACaFileChangedWhileConnectedIsReadAgainForTheNextConnection) {
   Client client(c);
   auto rows = status_when(client, 1, Errc::tls_unknown_ca);
   ASSERT_EQ(rows.size(), 2u);
-  ASSERT_TRUE(status_when(client, 0, {})[0].up) << rows[0].detail;
+  auto first = status_when(client, 0, {});
+  ASSERT_TRUE(first[0].up) << first[0].detail;
   EXPECT_EQ(rows[1].error, Errc::tls_unknown_ca) << rows[1].detail;
 
   { std::ofstream(ca) << slurp(files().ca_cert) << slurp(files().other_ca_cert); }
