@@ -50,6 +50,9 @@ TEST_F(FiveNodes, SecondClientIsRefusedWhileTheFirstHolds) {
   Client a(config_for(cluster)), b(config_for(cluster));
   auto held = a.try_acquire("stock", 5000ms);
   ASSERT_TRUE(held) << held.message();
+  // The grant needed three votes: let the other two land, or b could take a node first.
+  ASSERT_TRUE(test::eventually(
+      [&] { return cluster.count_holding("redlock:stock", held.lock.token) == 5u; }));
   auto refused = b.try_acquire("stock", 5000ms);
   EXPECT_FALSE(refused);
   EXPECT_EQ(refused.error, Errc::not_acquired) << refused.message();
@@ -245,6 +248,8 @@ TEST_F(FiveNodes, MultiResourceLockIsAllOrNothingPerNode) {
   Client other(config_for(cluster));
   auto right = other.try_acquire("right", 5000ms);
   ASSERT_TRUE(right);
+  ASSERT_TRUE(test::eventually(
+      [&] { return cluster.count_holding("redlock:right", right.lock.token) == 5u; }));
   auto refused = client.acquire(both);
   EXPECT_EQ(refused.error, Errc::not_acquired);
   EXPECT_TRUE(test::eventually([&] { return cluster.count_existing("redlock:left") == 0u; }));
