@@ -7,10 +7,13 @@
 #include <hiredis/hiredis.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <future>
 #include <set>
 #include <thread>
@@ -184,6 +187,34 @@ TEST(Safety, ASocketClosedUnderAWriteNeverKillsTheHost) {
   auto result = host.wait(20s);
   ASSERT_FALSE(result.timed_out) << "the host hung";
   EXPECT_EQ(result.exit_code, 0) << "the host died (of a signal when -1); stderr: " << result.err;
+}
+
+// The same, without depending on timing: the handshake gate leaves the test above few writes to a
+// closed peer, so it does not always provoke one. Every callback runs on the loop thread: there,
+// SIGPIPE is blocked, and a write to a socket whose peer is gone fails with EPIPE (unblocked, with
+// the default disposition, that write would end the process).
+TEST(Safety, OnTheLoopThreadAWriteToAClosedPeerFailsWithEpipe) {
+  RedisCluster cluster(1);
+  Client client(test::fast_config(cluster));
+  std::promise<std::pair<bool, int>> seen;
+  client.acquire_async(AcquireRequest({"sigpipe"}, 1000ms), [&](AcquireResult) {
+    sigset_t mask;
+    pthread_sigmask(SIG_BLOCK, nullptr, &mask);
+    const bool blocked = sigismember(&mask, SIGPIPE) == 1;
+    int error = 0;
+    if (blocked) {  // never provoke the signal where it would end the test run
+      int fds[2];
+      if (::socketpair(AF_UNIX, SOCK_STREAM, 0, fds) == 0) {
+        ::close(fds[1]);
+        if (::write(fds[0], "x", 1) < 0) error = errno;
+        ::close(fds[0]);
+      }
+    }
+    seen.set_value({blocked, error});
+  });
+  auto [blocked, error] = seen.get_future().get();
+  EXPECT_TRUE(blocked) << "SIGPIPE is deliverable on the loop thread";
+  if (blocked) EXPECT_EQ(error, EPIPE);
 }
 
 // Defect: the acquire script pipelined behind a failing AUTH ran anyway, as the default user.
