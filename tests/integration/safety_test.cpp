@@ -214,7 +214,9 @@ TEST(Safety, OnTheLoopThreadAWriteToAClosedPeerFailsWithEpipe) {
   });
   auto [blocked, error] = seen.get_future().get();
   EXPECT_TRUE(blocked) << "SIGPIPE is deliverable on the loop thread";
-  if (blocked) EXPECT_EQ(error, EPIPE);
+  if (blocked) {
+    EXPECT_EQ(error, EPIPE);
+  }
 }
 
 // Defect: the acquire script pipelined behind a failing AUTH ran anyway, as the default user.
