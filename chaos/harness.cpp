@@ -279,9 +279,14 @@ std::vector<std::string> Run::lock_keys(std::size_t i) {
     auto nl = text.find('\n', pos);
     if (nl == std::string::npos) nl = text.size();
     auto key = text.substr(pos, nl - pos);
-    // Fence counters ({prefix}{resource}:fence) live without a ttl by design: not lock keys.
-    bool fence = key.size() >= 6 && key.compare(key.size() - 6, 6, ":fence") == 0;
-    if (nl > pos && !fence) keys.push_back(key);
+    // Fence counters ({prefix}{resource}:fence) live without a ttl by design, and waiters'
+    // queues (:queue, :turns) are no locks either.
+    auto ends = [&](const char* tail) {
+      std::size_t n = std::char_traits<char>::length(tail);
+      return key.size() >= n && key.compare(key.size() - n, n, tail) == 0;
+    };
+    bool other = ends(":fence") || ends(":queue") || ends(":turns");
+    if (nl > pos && !other) keys.push_back(key);
     pos = nl + 1;
   }
   return keys;

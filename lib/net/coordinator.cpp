@@ -216,6 +216,13 @@ class Coordinator::AcquireJob final : public Waiter {
       waits_ = true;
       // A wait longer than the client can time is a wait without end.
       if (*request.wait <= longest_duration) deadline_ = Clock::now() + *request.wait;
+      // A waiter for one key stands in line: its place is when it began to wait, the same
+      // number on every node (microseconds since the epoch; ties go by ticket). A waiter for
+      // several keys is told of their releases on the same channel.
+      ticket_ = co.new_ticket(id_);
+      place_ = std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(
+                                  std::chrono::system_clock::now().time_since_epoch())
+                                  .count());
     }
     uv_timer_init(co.loop(), &timer_);
     timer_.data = this;
@@ -254,6 +261,8 @@ class Coordinator::AcquireJob final : public Waiter {
   }
 
   bool busy() const override { return in_attempt_; }
+  const std::string& ticket() const override { return ticket_; }
+  bool in_line() const override { return !ticket_.empty() && keys_.size() == 1; }
 
   // Shutdown or cancel token.
   void stop(Errc why) {
@@ -305,6 +314,11 @@ class Coordinator::AcquireJob final : public Waiter {
   // winner asking again for what it lacks).
   void send_acquire(const std::vector<NodeVote>* known) {
     Command command{&script_acquire, keys_, {token_, ms_arg(ttl_), fencing_ ? "1" : "0"}};
+    // Every acquire of one key keeps to the queue; only a waiter takes a place in it.
+    command.args.push_back(ticket_);
+    command.args.push_back(ticket_.empty() ? "0" : place_);
+    command.args.push_back(ms_arg(line_kept()));
+    command.args.push_back(ms_arg(co_.turn_length()));
     FanOut::start(
         co_, std::move(command), 1, classify_acquire,
         [this](FanOut& f, std::size_t) {
@@ -445,7 +459,13 @@ class Coordinator::AcquireJob final : public Waiter {
     // A failed attempt may have left its token on some nodes, or may still do so on nodes that
     // have not answered: compare-and-delete everywhere, queued behind the acquire. Silently: a
     // clean-up is no release, and must wake no waiter (this one included).
-    co_.release_everywhere(keys_, token_, /*announce=*/false);
+    // A waiter granted on some nodes left the line there: it takes its place again.
+    if (!in_line()) {
+      co_.release_everywhere(keys_, token_, /*announce=*/false);
+    } else {
+      Coordinator::Line line{ticket_, place_, line_kept()};
+      co_.release_everywhere(keys_, token_, /*announce=*/false, &line);
+    }
     last_votes_ = r.votes;
     if (co_.shutting_down() || stop_reason_) {
       r.error = make_error_code(co_.shutting_down() ? Errc::shutting_down : *stop_reason_);
@@ -494,9 +514,12 @@ class Coordinator::AcquireJob final : public Waiter {
         // notice came from another node first): ask again at once.
         delay = Milliseconds(0);
       } else {
-        // Fallback when a notice is lost: no later than the holder's lease runs out.
+        // Fallback when a notice is lost: no later than the holder's lease runs out. (Not
+        // when a waiter's turn ends: by then it has taken the key, or lost its turn to the
+        // first who asks; we are in line and told when ours comes.)
         for (const auto& v : r.votes.nodes)
-          if (v.vote == Vote::no && v.holder_ttl.count() >= 0 && v.holder_ttl + 1ms < delay)
+          if (v.vote == Vote::no && v.holder_ttl.count() >= 0 && v.holder_ttl + 1ms < delay &&
+              (!in_line() || v.holder.rfind("turn:", 0) != 0))
             delay = v.holder_ttl + 1ms;
       }
     }
@@ -536,8 +559,26 @@ class Coordinator::AcquireJob final : public Waiter {
     for (const auto& k : keys_) co_.waiters().add(k + ":released", this);
   }
 
+  // How long the nodes keep the queue for us: the rest of the wait and a lease (a waiter that
+  // stops without a word is forgotten by then), at most an hour (an endless wait asks again
+  // long before).
+  Milliseconds line_kept() const {
+    Milliseconds keep = std::chrono::hours(1);
+    if (deadline_)
+      keep = std::min(keep, std::chrono::ceil<Milliseconds>(*deadline_ - Clock::now()) + ttl_);
+    return std::max(keep, Milliseconds(1));
+  }
+
   void finish(AcquireResult r) {
     finished_ = true;
+    // A waiter leaves the line when it stops waiting, and when nodes refused it as it was
+    // granted (it took a place there; where the vote is still on its way, it will be granted,
+    // or its place there ends with a turn it misses). The token "-" is no token: nothing is
+    // deleted.
+    if (in_line() && attempts_ > 0 && (!r || r.votes.count(Vote::no) > 0) && !co_.shutting_down()) {
+      Coordinator::Line line{ticket_, "", Milliseconds(0)};
+      co_.release_everywhere(keys_, "-", /*announce=*/false, &line);
+    }
     if (listening_)
       for (const auto& k : keys_) co_.waiters().remove(k + ":released", this);
     // Woken by a notice we did not use (cancelled, out of time): another waiter of this client
@@ -557,6 +598,8 @@ class Coordinator::AcquireJob final : public Waiter {
   std::vector<std::string> resources_;
   std::vector<std::string> keys_;
   std::string token_;
+  std::string ticket_;  // a waiter for one key: its name in the key's queue (else empty)
+  std::string place_;   // and its place there
   Milliseconds ttl_;
   Client::AcquireCallback done_;
   std::optional<CancelToken> cancel_;
@@ -608,6 +651,9 @@ Coordinator::Coordinator(uv_loop_t* loop, const Config& config)
     addresses->push_back(nodes_.back()->address());
   }
   addresses_ = std::move(addresses);
+  char prefix[17];
+  std::snprintf(prefix, sizeof prefix, "%016llx", static_cast<unsigned long long>(rng_()));
+  turn_channel_ = config_.key_prefix + "turn:" + prefix;
   uv_timer_init(loop_, &drain_timer_);
   drain_timer_.data = this;
   watchdog_.start();
@@ -659,9 +705,18 @@ std::vector<std::string> Coordinator::keys_of(const std::vector<std::string>& re
 }
 
 void Coordinator::release_everywhere(const std::vector<std::string>& keys, const std::string& token,
-                                     bool announce) {
-  FanOut::start(*this, Command{&script_release, keys, {token, announce ? "1" : "0"}}, 1,
-                classify_release, nullptr);
+                                     bool announce, const Line* line) {
+  Command command{&script_release, keys, {token, announce ? "1" : "0", ms_arg(turn_length())}};
+  if (line != nullptr) {
+    command.args.push_back(line->ticket);
+    command.args.push_back(line->place);
+    command.args.push_back(ms_arg(line->keep));
+  }
+  FanOut::start(*this, std::move(command), 1, classify_release, nullptr);
+}
+
+std::string Coordinator::new_ticket(std::uint64_t job_id) const {
+  return turn_channel_ + "#" + std::to_string(job_id);
 }
 
 Command Coordinator::renew_command(const std::vector<const Lease*>& leases) {
@@ -729,7 +784,8 @@ void Coordinator::extend(Lock lock, Milliseconds ttl, Client::ExtendCallback don
 }
 
 void Coordinator::release(Lock lock, Client::ReleaseCallback done) {
-  Command command{&script_release, keys_of(lock.resources), {lock.token, "1"}};
+  Command command{
+      &script_release, keys_of(lock.resources), {lock.token, "1", ms_arg(turn_length())}};
   FanOut::start(*this, std::move(command), 1, classify_release,
                 [done = std::move(done)](FanOut& f, std::size_t) {
                   ReleaseResult r;

@@ -120,8 +120,23 @@ class Coordinator {
   std::vector<std::string> keys_of(const std::vector<std::string>& resources) const;
   // Sends compare-and-delete for `token` to every node; nobody waits for the answer. With
   // `announce`, each deletion is published on the key's release channel (a real release).
+  // With a `line`, a waiter's place in the key's queue is kept (a place) or given up ('').
+  struct Line {
+    std::string ticket;
+    std::string place;  // '' to leave the line
+    Milliseconds keep{0};
+  };
   void release_everywhere(const std::vector<std::string>& keys, const std::string& token,
-                          bool announce);
+                          bool announce, const Line* line = nullptr);
+  // How long a waiter whose turn it is has to come and take a free key (scripts/acquire.lua).
+  Milliseconds turn_length() const noexcept {
+    return std::max(Milliseconds(100), config_.request_timeout);
+  }
+  // A waiter's name in the nodes' queues, "<turn channel>#<job>": the scripts tell its client
+  // on that channel when it is the waiter's turn.
+  std::string new_ticket(std::uint64_t job_id) const;
+  // This client's channel for turns ({prefix}turn:<random>), subscribed with the first waiter.
+  const std::string& turn_channel() const noexcept { return turn_channel_; }
   // The renew script for locks (keys lock after lock), as one command.
   static Command renew_command(const std::vector<const Lease*>& leases);
 
@@ -143,6 +158,7 @@ class Coordinator {
   Watchdog watchdog_;
   std::unordered_map<std::uint64_t, AcquireJob*> jobs_;
   std::uint64_t next_job_id_ = 1;
+  std::string turn_channel_;  // random: this client's waiters are told apart from others'
   bool shutting_down_ = false;
   std::size_t live_fanouts_ = 0;
   bool nodes_closed_ = false;

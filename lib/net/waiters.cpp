@@ -13,14 +13,19 @@ void Waiters::add(const std::string& channel, Waiter* waiter) {
       subscribers_.push_back(std::make_unique<Node>(coordinator_.loop(), i, config.nodes[i], config,
                                                     coordinator_.rng()(), this));
       subscribers_.back()->start();
+      subscribers_.back()->subscribe(coordinator_.turn_channel());
     }
+    turns_confirmed_.assign(subscribers_.size(), false);
   }
-  auto [it, created] = by_channel_.try_emplace(channel);
-  auto& list = it->second.waiters;
+  auto& c = by_channel_[channel];
+  auto& list = c.waiters;
   if (std::find(list.begin(), list.end(), waiter) != list.end()) return;
   list.push_back(waiter);
-  if (created) {
-    it->second.confirmed.assign(subscribers_.size(), false);
+  // A waiter in line hears of its turn on the client's channel: the key's channel, where a
+  // release is told only when nobody is in line, is for waiters that stand in none.
+  if (!waiter->in_line() && !c.subscribed) {
+    c.subscribed = true;
+    c.confirmed.assign(subscribers_.size(), false);
     for (auto& s : subscribers_) s->subscribe(channel);
   }
 }
@@ -28,40 +33,100 @@ void Waiters::add(const std::string& channel, Waiter* waiter) {
 void Waiters::remove(const std::string& channel, Waiter* waiter) {
   auto it = by_channel_.find(channel);
   if (it == by_channel_.end()) return;
-  auto& list = it->second.waiters;
+  auto& c = it->second;
+  auto& list = c.waiters;
   list.erase(std::remove(list.begin(), list.end(), waiter), list.end());
-  auto& had = it->second.had;
+  auto& had = c.had;
   had.erase(std::remove(had.begin(), had.end(), waiter), had.end());
-  if (!list.empty()) return;
-  by_channel_.erase(it);
-  for (auto& s : subscribers_) s->unsubscribe(channel);
+  bool listens =
+      std::any_of(list.begin(), list.end(), [](const Waiter* w) { return !w->in_line(); });
+  if (c.subscribed && !listens) {
+    c.subscribed = false;
+    for (auto& s : subscribers_) s->unsubscribe(channel);
+  }
+  if (list.empty()) by_channel_.erase(it);
 }
 
 void Waiters::shutdown() {
   for (auto& s : subscribers_) s->shutdown();
 }
 
+namespace {
+
+std::string_view releaser_of(std::string_view notice) { return notice.substr(0, notice.find('|')); }
+
+}  // namespace
+
 bool Waiters::released(const std::string& channel, std::string_view holder) const {
   auto it = by_channel_.find(channel);
   if (it == by_channel_.end() || holder.empty()) return false;
   const auto& recent = it->second.recent;
-  return std::find(recent.begin(), recent.end(), holder) != recent.end();
+  return std::any_of(recent.begin(), recent.end(),
+                     [&](const std::string& n) { return !n.empty() && releaser_of(n) == holder; });
 }
 
-// One release publishes on each of the N nodes: the first notice that names a releaser wakes one
-// waiter, the others are the same release again. A notice without a name (a release script of
-// an older version) wakes one waiter each time.
+// A release is published on each of the N nodes: the first notice wakes, the others are the same
+// release again (the same words; where nodes' queues differ they name different waiters, and
+// each of those is woken). A notice without a name (a release script of an older version) wakes
+// one waiter each time.
+// - On a key's channel (nobody in line there): one waiter of the client.
+// - On the client's turn channel, "<name>|<ticket>|<key>": the waiter whose turn it is, and the
+//   client's waiters for several keys (they stand in no line and take their chance at every
+//   release); "<name>||<key>": only those.
 void Waiters::on_message(std::size_t, std::string_view channel, std::string_view payload) {
+  if (channel == coordinator_.turn_channel()) {
+    on_turn(payload);
+    return;
+  }
   auto it = by_channel_.find(std::string(channel));
-  if (it == by_channel_.end()) return;
-  auto& c = it->second;
+  if (it != by_channel_.end()) on_notice(it->second, it->first, payload, {});
+}
+
+void Waiters::on_turn(std::string_view payload) {
+  auto bar = payload.find('|');
+  if (bar == std::string_view::npos) return;
+  auto rest = payload.substr(bar + 1);
+  // The ticket is one of ours, "<turn channel>#<digits>"; the key follows it.
+  std::string_view ticket;
+  const auto& mine = coordinator_.turn_channel();
+  if (rest.substr(0, mine.size() + 1) == mine + "#") {
+    auto end = rest.find('|', mine.size() + 1);
+    if (end == std::string_view::npos) return;
+    ticket = rest.substr(0, end);
+    rest = rest.substr(end + 1);
+  } else if (!rest.empty() && rest[0] == '|') {
+    rest = rest.substr(1);
+  } else {
+    return;
+  }
+  auto it = by_channel_.find(std::string(rest) + ":released");
+  if (it != by_channel_.end()) on_notice(it->second, it->first, payload, ticket);
+}
+
+void Waiters::on_notice(Channel& c, const std::string& name, std::string_view payload,
+                        std::string_view ticket) {
   if (!payload.empty()) {
     if (std::find(c.recent.begin(), c.recent.end(), payload) != c.recent.end()) return;
     c.recent[c.next_recent] = std::string(payload);
     c.next_recent = (c.next_recent + 1) % c.recent.size();
   }
-  c.had.clear();  // a new notice: every waiter may have it
-  wake_one(it->first);
+  c.had.clear();               // a new notice: every waiter may have it
+  std::string channel = name;  // wake() may remove the channel: nothing of `c` after it
+  bool turn = payload.find('|') != std::string_view::npos;
+  if (!turn) {
+    wake_one(channel);
+    return;
+  }
+  if (!ticket.empty()) {
+    auto w = std::find_if(c.waiters.begin(), c.waiters.end(),
+                          [&](const Waiter* w) { return w->ticket() == ticket; });
+    if (w != c.waiters.end()) {
+      Waiter* named = *w;
+      c.had.push_back(named);
+      named->wake(&channel);
+    }
+  }
+  wake_one(channel, /*in_line=*/false);
 }
 
 // A subscription that became active may have missed a notice: every waiter looks again, once
@@ -69,6 +134,21 @@ void Waiters::on_message(std::size_t, std::string_view channel, std::string_view
 // on, one of them tells us), and when a node confirms again after a reconnect (with N = 1 the
 // only one; otherwise rare).
 void Waiters::on_subscribed(std::size_t node, std::string_view channel) {
+  if (channel == coordinator_.turn_channel()) {
+    // The same for the turn channel, with every waiter of the client.
+    if (node >= turns_confirmed_.size()) return;
+    bool again = turns_confirmed_[node];
+    bool first =
+        std::find(turns_confirmed_.begin(), turns_confirmed_.end(), true) == turns_confirmed_.end();
+    turns_confirmed_[node] = true;
+    if (!again && !first) return;
+    std::vector<Waiter*> all;
+    for (auto& [name, c] : by_channel_)
+      for (auto* w : c.waiters)
+        if (std::find(all.begin(), all.end(), w) == all.end()) all.push_back(w);
+    for (auto* w : all) w->wake(nullptr);
+    return;
+  }
   auto it = by_channel_.find(std::string(channel));
   if (it == by_channel_.end()) return;
   auto& confirmed = it->second.confirmed;
@@ -79,9 +159,11 @@ void Waiters::on_subscribed(std::size_t node, std::string_view channel) {
     if (!again && !first) return;
   }
   // A woken waiter may finish and leave the list: walk a copy. Waiters are freed only in a
-  // later loop phase (uv_close), so every pointer here is still alive.
+  // later loop phase (uv_close), so every pointer here is still alive. Waiters in line are told
+  // on the turn channel.
   auto waiters = it->second.waiters;
-  for (auto* w : waiters) w->wake(nullptr);
+  for (auto* w : waiters)
+    if (!w->in_line()) w->wake(nullptr);
 }
 
 void Waiters::pass(const std::string& channel) {
@@ -93,13 +175,16 @@ void Waiters::pass(const std::string& channel) {
 // neighbours. Only waiters that have not had this notice: a notice handed on (pass) ends once
 // every waiter had it. The woken one goes to the back of the list, so every waiter of the client
 // gets its turn.
-void Waiters::wake_one(std::string channel) {
+// With `in_line` false, only waiters that stand in no line.
+void Waiters::wake_one(std::string channel, bool in_line) {
   for (int tries = 0; tries < 64; ++tries) {
     auto it = by_channel_.find(channel);
     if (it == by_channel_.end()) return;
     auto& list = it->second.waiters;
     auto& had = it->second.had;
-    auto fresh = [&](const Waiter* w) { return std::find(had.begin(), had.end(), w) == had.end(); };
+    auto fresh = [&](const Waiter* w) {
+      return (in_line || !w->in_line()) && std::find(had.begin(), had.end(), w) == had.end();
+    };
     auto pick =
         std::find_if(list.begin(), list.end(), [&](Waiter* w) { return fresh(w) && !w->busy(); });
     if (pick == list.end()) pick = std::find_if(list.begin(), list.end(), fresh);

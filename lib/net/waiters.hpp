@@ -1,6 +1,8 @@
 // Release-notice subscriptions: one subscriber connection per node per client, shared by all
 // of the client's waiters. A release publishes on every node it deleted from, naming the
-// releaser; the client counts it once and wakes one waiter for it. Loop thread only.
+// releaser and, when waiters stand in the key's queue, the one whose turn it now is: only that
+// waiter asks (in whichever client it is). A notice that names no waiter is counted once and
+// wakes one waiter of each client. Loop thread only.
 #pragma once
 
 #include <array>
@@ -24,6 +26,10 @@ class Waiter {
   virtual bool wake(const std::string* channel) = 0;
   // True while an attempt of its own is on its way (a notice then only makes it try again).
   virtual bool busy() const = 0;
+  // Its name in the nodes' queues ("<turn channel>#<n>").
+  virtual const std::string& ticket() const = 0;
+  // True when it stands in its key's queue (one key): it asks only when its turn comes.
+  virtual bool in_line() const = 0;
 
  protected:
   ~Waiter() = default;
@@ -49,18 +55,23 @@ class Waiters final : public MessageSink {
  private:
   struct Channel {
     std::vector<Waiter*> waiters;         // the next to wake first; a woken one goes to the back
-    std::array<std::string, 4> recent{};  // releasers named by the latest notices
+    std::array<std::string, 4> recent{};  // the latest notices: "<releaser>[|<ticket>]"
     std::size_t next_recent = 0;
+    bool subscribed = false;         // to the key's channel: some waiter stands in no line
     std::vector<bool> confirmed;     // nodes that confirmed the subscription
     std::vector<const Waiter*> had;  // woken for the latest notice
   };
+  void on_notice(Channel& c, const std::string& name, std::string_view payload,
+                 std::string_view ticket);
+  void on_turn(std::string_view payload);
   void on_message(std::size_t node, std::string_view channel, std::string_view payload) override;
   void on_subscribed(std::size_t node, std::string_view channel) override;
-  void wake_one(std::string channel);
+  void wake_one(std::string channel, bool in_line = true);
 
   Coordinator& coordinator_;
   std::vector<std::unique_ptr<Node>> subscribers_;  // created with the first waiter
   std::unordered_map<std::string, Channel> by_channel_;
+  std::vector<bool> turns_confirmed_;  // nodes that confirmed the client's turn channel
 };
 
 }  // namespace redlock::detail

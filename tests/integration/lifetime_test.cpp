@@ -27,11 +27,14 @@ using namespace std::chrono_literals;
 using test::eventually;
 using test::RedisCluster;
 
-// Subscribers of a resource's release channel on one server (a waiter is listening).
-long long subscribers(const test::RedisServer& server, const std::string& resource) {
-  auto reply = server.command({"PUBSUB", "NUMSUB", "redlock:" + resource + ":released"});
-  auto nl = reply.find('\n');
-  return nl == std::string::npos ? 0 : std::stoll(reply.substr(nl + 1));
+// Waiters in line for a resource on one server (each asked once and now sleeps until its turn).
+long long in_line(test::RedisServer& server, const std::string& resource) {
+  return std::stoll(server.command({"ZCARD", "redlock:" + resource + ":queue"}));
+}
+
+// A client's turn channel is subscribed on one server (its subscriber connection is open).
+bool turn_channel_subscribed(test::RedisServer& server) {
+  return !server.command({"PUBSUB", "CHANNELS", "redlock:turn:*"}).empty();
 }
 
 TEST(Lifetime, AMutexThatOutlivesItsClientFailsWithShuttingDown) {
@@ -180,10 +183,10 @@ TEST(Lifetime, ShutdownWithLocksWaitersAndNodesDownEndsAndClosesEveryHandle) {
   std::thread acquire_waiter([&, raw] {
     acquire_woke.set_value(raw->acquire("shutdown/busy-too", 10'000ms, forever).error);
   });
-  // Both listen for a release notice: they are blocked, past every use of the Client object.
+  // Both are in line for their turn: they are blocked, past every use of the Client object.
   ASSERT_TRUE(eventually([&] {
-    return subscribers(cluster[0], "shutdown/busy") >= 1 &&
-           subscribers(cluster[0], "shutdown/busy-too") >= 1;
+    return in_line(cluster[0], "shutdown/busy") >= 1 &&
+           in_line(cluster[0], "shutdown/busy-too") >= 1;
   }));
 
   // Handles dropped on another thread while the client stops.
@@ -265,7 +268,7 @@ TEST(Lifetime, NoDescriptorOfTheLibraryCrossesAnExec) {
   wait.cancel = cancel;
   std::promise<void> waited;
   client.acquire_async(wait, [&](AcquireResult) { waited.set_value(); });
-  ASSERT_TRUE(eventually([&] { return subscribers(cluster[2], "cloexec") >= 1; }));
+  ASSERT_TRUE(eventually([&] { return turn_channel_subscribed(cluster[2]); }));
 
   std::map<int, std::string> library;  // what the client opened
   for (const auto& [fd, what] : open_descriptors()) {

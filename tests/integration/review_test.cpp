@@ -110,7 +110,13 @@ TEST(Review, F3_ASubscriberThatWorkedIsReplacedAtOnce) {
   AcquireRequest request({"res"}, 10000ms, 25000ms);
   request.cancel = cancel;
   auto waiter = std::async(std::launch::async, [&] { return a.acquire(request); });
-  const std::string channel = "redlock:res:released";
+  // The waiter is told of its turn on its client's turn channel.
+  std::string channel;
+  ASSERT_TRUE(eventually(
+      [&] {
+        return !(channel = cluster[0].command({"PUBSUB", "CHANNELS", "redlock:turn:*"})).empty();
+      },
+      3s));
   ASSERT_TRUE(eventually([&] { return subscribed(cluster[0], channel); }, 3s));
   std::chrono::milliseconds last{0};
   for (int i = 0; i < 7; ++i) {

@@ -1,0 +1,168 @@
+// Waiting in line (docs/guide-waiting.md): waiters for one key stand in a queue on every node,
+// in the order they began to wait, and a release names the one whose turn it is. Behaviour, not
+// timing: the order of service, nobody jumping the line, a waiter gone without a word holding it
+// up only for its turn, and nothing of the line left behind.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "redis_server.hpp"
+#include "redlock/redlock.hpp"
+#include "test_config.hpp"
+
+namespace redlock {
+namespace {
+
+using namespace std::chrono_literals;
+using test::RedisCluster;
+
+// A waiter's config whose fallback never comes within a test: only notices wake it.
+Config notices_only(const RedisCluster& cluster) {
+  auto c = test::fast_config(cluster);
+  c.retry_delay = 20000ms;
+  c.retry_jitter = 0ms;
+  return c;
+}
+
+std::string queue_length(RedisCluster& cluster, std::size_t node, const std::string& key) {
+  return cluster[node].command({"ZCARD", "redlock:" + key + ":queue"});
+}
+
+bool line_is(RedisCluster& cluster, std::size_t nodes, const std::string& key,
+             const std::string& length) {
+  for (std::size_t i = 0; i < nodes; ++i)
+    if (queue_length(cluster, i, key) != length) return false;
+  return true;
+}
+
+// Five waiters, each a client of its own (like five processes), begin to wait one after the
+// other while the key is held. Every release wakes only the first in line: they are served in
+// the order they came, and when all are served nothing of the line is left on the nodes.
+// Without the line, each release wakes one waiter of every client and the fastest wins.
+TEST(Queue, WaitersOfDifferentClientsAreServedInTheOrderTheyCame) {
+  constexpr std::size_t kNodes = 3;
+  constexpr int kWaiters = 5;
+  RedisCluster cluster(kNodes);
+  Client holder(test::fast_config(cluster));
+  auto held = holder.try_acquire("k", 30000ms);
+  ASSERT_TRUE(held) << held.message();
+
+  std::vector<std::unique_ptr<Client>> clients;
+  for (int w = 0; w < kWaiters; ++w)
+    clients.push_back(std::make_unique<Client>(notices_only(cluster)));
+  std::mutex m;
+  std::vector<int> order;
+  std::vector<std::future<AcquireResult>> waits;
+  for (int w = 0; w < kWaiters; ++w) {
+    waits.push_back(std::async(std::launch::async, [&, w] {
+      auto r = clients[w]->acquire("k", 30000ms, 20000ms);
+      if (!r) return r;
+      {
+        std::lock_guard<std::mutex> lock(m);
+        order.push_back(w);
+      }
+      std::this_thread::sleep_for(10ms);
+      (void)clients[w]->release(r.lock);
+      return r;
+    }));
+    // In line on every node before the next one comes.
+    ASSERT_TRUE(
+        test::eventually([&] { return line_is(cluster, kNodes, "k", std::to_string(w + 1)); }, 5s))
+        << "waiter " << w << " is not in line";
+  }
+  ASSERT_TRUE(holder.release(held.lock));
+  for (int w = 0; w < kWaiters; ++w) {
+    auto r = waits[w].get();
+    EXPECT_TRUE(r) << w << ": " << r.message();
+  }
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4}));
+  for (std::size_t i = 0; i < kNodes; ++i)
+    EXPECT_TRUE(test::eventually([&] { return cluster[i].command({"DBSIZE"}) == "0"; }))
+        << "node " << i << " keeps " << cluster[i].command({"KEYS", "*"});
+}
+
+// A holder that releases and at once asks again, waiting, comes after the waiter that was
+// already in line: its release gave the waiter the turn on every node before its own request
+// arrived there (one connection per node keeps them in order). Without the line it wins every
+// time: its request is on its way before the waiter has even heard of the release.
+TEST(Queue, AReleaserThatAsksAgainAtOnceDoesNotJumpTheLine) {
+  constexpr std::size_t kNodes = 5;
+  RedisCluster cluster(kNodes);
+  Client a(test::fast_config(cluster));
+  Client b(notices_only(cluster));
+  for (int round = 0; round < 5; ++round) {
+    auto held = a.try_acquire("k", 30000ms);
+    ASSERT_TRUE(held) << held.message();
+    std::atomic<bool> b_served{false};
+    auto wait = std::async(std::launch::async, [&] {
+      auto r = b.acquire("k", 30000ms, 20000ms);
+      if (r) {
+        b_served = true;
+        std::this_thread::sleep_for(50ms);
+        (void)b.release(r.lock);
+      }
+      return r;
+    });
+    ASSERT_TRUE(test::eventually([&] { return line_is(cluster, kNodes, "k", "1"); }, 5s));
+    ASSERT_TRUE(a.release(held.lock));
+    auto again = a.acquire("k", 30000ms, 20000ms);
+    ASSERT_TRUE(again) << again.message();
+    // B was served before A had the lock again.
+    EXPECT_TRUE(b_served.load()) << "round " << round << ": the releaser jumped the line";
+    EXPECT_TRUE(wait.get());
+    ASSERT_TRUE(a.release(again.lock));
+  }
+}
+
+// A waiter that went away without a word (a crashed process) is first in line on every node.
+// When the key is free it is its turn, and nobody else's, for the turn's length; then it loses
+// its place, and the next one takes the key. An acquire that does not wait (try_acquire) keeps
+// to the line too.
+TEST(Queue, AWaiterGoneWithoutAWordHoldsTheLineOnlyForItsTurn) {
+  constexpr std::size_t kNodes = 3;
+  const std::string kGhost = "redlock:turn:0123456789abcdef#1";  // a client that is gone
+  RedisCluster cluster(kNodes);
+  for (std::size_t i = 0; i < kNodes; ++i)
+    cluster[i].command({"ZADD", "redlock:k:queue", "1", kGhost});
+  auto config = test::fast_config(cluster);
+  config.retry_count = 0;
+  Client client(config);
+  auto tried = client.try_acquire("k", 30000ms);
+  EXPECT_FALSE(tried) << "the ghost's turn was not kept";
+  EXPECT_EQ(tried.error, Errc::not_acquired) << tried.message();
+  auto waited = client.acquire("k", 30000ms, 5000ms);
+  ASSERT_TRUE(waited) << "the ghost kept the line: " << waited.message();
+  for (std::size_t i = 0; i < kNodes; ++i)
+    EXPECT_EQ(cluster[i].command({"ZSCORE", "redlock:k:queue", kGhost}), "(nil)") << "node " << i;
+  EXPECT_TRUE(client.release(waited.lock));
+}
+
+// A waiter that stops waiting (cancelled here) takes itself out of the line on every node.
+TEST(Queue, AWaiterThatStopsWaitingLeavesTheLine) {
+  constexpr std::size_t kNodes = 3;
+  RedisCluster cluster(kNodes);
+  Client holder(test::fast_config(cluster));
+  auto held = holder.try_acquire("k", 30000ms);
+  ASSERT_TRUE(held) << held.message();
+  Client waiter(notices_only(cluster));
+  CancelToken cancel;
+  AcquireRequest request({"k"}, 30000ms, 20000ms);
+  request.cancel = cancel;
+  auto wait = std::async(std::launch::async, [&] { return waiter.acquire(request); });
+  ASSERT_TRUE(test::eventually([&] { return line_is(cluster, kNodes, "k", "1"); }, 5s));
+  cancel.cancel();
+  EXPECT_EQ(wait.get().error, Errc::cancelled);
+  EXPECT_TRUE(test::eventually([&] { return line_is(cluster, kNodes, "k", "0"); }))
+      << "the cancelled waiter is still in line";
+  ASSERT_TRUE(holder.release(held.lock));
+}
+
+}  // namespace
+}  // namespace redlock
