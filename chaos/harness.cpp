@@ -280,12 +280,12 @@ std::vector<std::string> Run::lock_keys(std::size_t i) {
     if (nl == std::string::npos) nl = text.size();
     auto key = text.substr(pos, nl - pos);
     // Fence counters ({prefix}{resource}:fence) live without a ttl by design, and waiters'
-    // queues (:queue, :turns) are no locks either.
+    // lines (:queue, :turns, :others) are no locks either.
     auto ends = [&](const char* tail) {
       std::size_t n = std::char_traits<char>::length(tail);
       return key.size() >= n && key.compare(key.size() - n, n, tail) == 0;
     };
-    bool other = ends(":fence") || ends(":queue") || ends(":turns");
+    bool other = ends(":fence") || ends(":queue") || ends(":turns") || ends(":others");
     if (nl > pos && !other) keys.push_back(key);
     pos = nl + 1;
   }

@@ -71,7 +71,9 @@ struct NodeVote {
   std::chrono::microseconds latency{0};  ///< Request to answer, when it answered.
   Milliseconds holder_ttl{-1};           ///< Acquire, Vote::no: the other holder's ttl left.
   /// Acquire, Vote::no: an opaque name of the other holder (a digest of its token, never the
-  /// token), the same on every node it holds: tells a real holder from a split vote.
+  /// token), the same on every node it holds: tells a real holder from a split vote. A name
+  /// that begins with `turn:` is a free key that is a waiter's turn (docs/guide-waiting.md).
+  /// holder_ttl is then what is left of the turn.
   std::string holder;
   /// Acquire with fencing, Vote::yes: this node's fence counter for the grant.
   std::uint64_t fence = 0;
