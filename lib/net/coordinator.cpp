@@ -35,6 +35,9 @@ void classify_text(const redisReply* r, const Command&, NodeVote* votes, std::si
 
 std::string ms_arg(Milliseconds d) { return std::to_string(d.count()); }
 
+// The holder name acquire.lua gives a free key that is a waiter's turn.
+bool is_turn(const std::string& holder) { return holder.rfind("turn:", 0) == 0; }
+
 void add_renewal(Command& c, const std::vector<std::string>& keys, const std::string& token,
                  Milliseconds ttl) {
   c.keys.insert(c.keys.end(), keys.begin(), keys.end());
@@ -345,6 +348,17 @@ class Coordinator::AcquireJob final : public Waiter {
     r.votes = f.votes();
     r.attempts = attempts_ + fills_;
     if (!kept_) round_start_ = f.started();
+    if (f.verdict() == Verdict::won && in_line() && !f.settled()) {
+      // A node whose vote is still on its way may refuse us (its release came later than the
+      // others'): then we stand in its line there, and leave it once every vote is in.
+      auto* co = &co_;
+      f.when_settled([co, key = keys_[0], ticket = ticket_](FanOut& whole) {
+        const auto& nodes = whole.votes().nodes;
+        if (std::any_of(nodes.begin(), nodes.end(),
+                        [](const NodeVote& v) { return v.vote == Vote::no; }))
+          co->leave_line(key, ticket);
+      });
+    }
     if (f.verdict() == Verdict::won) {
       // A split winner's first keys were set in its first round: its validity counts from there.
       auto valid_until = granted_deadline(round_start_, now, ttl_, co_.config().drift_factor);
@@ -403,6 +417,10 @@ class Coordinator::AcquireJob final : public Waiter {
       return false;
     const auto& nodes = r.votes.nodes;
     if (!kept_) {
+      // A waiter's turn is nobody's key to release: no split to settle.
+      if (std::any_of(nodes.begin(), nodes.end(),
+                      [](const NodeVote& v) { return v.vote == Vote::no && is_turn(v.holder); }))
+        return false;
       // A name the previous attempt met too is a key nobody releases (see looks_split): no
       // split to settle.
       for (const auto& v : nodes)
@@ -459,8 +477,9 @@ class Coordinator::AcquireJob final : public Waiter {
     // A failed attempt may have left its token on some nodes, or may still do so on nodes that
     // have not answered: compare-and-delete everywhere, queued behind the acquire. Silently: a
     // clean-up is no release, and must wake no waiter (this one included).
-    // A waiter granted on some nodes left the line there: it takes its place again.
-    if (!in_line()) {
+    // A waiter granted on some nodes left the line there: it takes its place again, unless it
+    // stops now (then finish() takes it out of the line everywhere).
+    if (!in_line() || co_.shutting_down() || stop_reason_) {
       co_.release_everywhere(keys_, token_, /*announce=*/false);
     } else {
       Coordinator::Line line{ticket_, place_, line_kept()};
@@ -519,7 +538,7 @@ class Coordinator::AcquireJob final : public Waiter {
         // first who asks; we are in line and told when ours comes.)
         for (const auto& v : r.votes.nodes)
           if (v.vote == Vote::no && v.holder_ttl.count() >= 0 && v.holder_ttl + 1ms < delay &&
-              (!in_line() || v.holder.rfind("turn:", 0) != 0))
+              (!in_line() || !is_turn(v.holder)))
             delay = v.holder_ttl + 1ms;
       }
     }
@@ -544,10 +563,11 @@ class Coordinator::AcquireJob final : public Waiter {
     std::vector<std::string> names;
     for (const auto& v : votes.nodes)
       if (v.vote == Vote::no && !v.holder.empty()) names.push_back(v.holder);
+    // A waiter's turn is no contender releasing what it got: it is worth its wait.
     bool persistent = false;
     for (const auto& n : names)
-      persistent =
-          persistent || std::find(last_names_.begin(), last_names_.end(), n) != last_names_.end();
+      persistent = persistent || is_turn(n) ||
+                   std::find(last_names_.begin(), last_names_.end(), n) != last_names_.end();
     last_names_ = std::move(names);
     return votes.yes() > 0 && keys_.size() == 1 && !persistent &&
            !held_elsewhere(votes.nodes, votes.quorum);
@@ -575,10 +595,8 @@ class Coordinator::AcquireJob final : public Waiter {
     // granted (it took a place there; where the vote is still on its way, it will be granted,
     // or its place there ends with a turn it misses). The token "-" is no token: nothing is
     // deleted.
-    if (in_line() && attempts_ > 0 && (!r || r.votes.count(Vote::no) > 0) && !co_.shutting_down()) {
-      Coordinator::Line line{ticket_, "", Milliseconds(0)};
-      co_.release_everywhere(keys_, "-", /*announce=*/false, &line);
-    }
+    if (in_line() && attempts_ > 0 && (!r || r.votes.count(Vote::no) > 0))
+      co_.leave_line(keys_[0], ticket_);
     if (listening_)
       for (const auto& k : keys_) co_.waiters().remove(k + ":released", this);
     // Woken by a notice we did not use (cancelled, out of time): another waiter of this client
@@ -727,6 +745,16 @@ Command Coordinator::renew_command(const std::vector<const Lease*>& leases) {
 
 void Coordinator::acquire(AcquireRequest request, Milliseconds ttl, Client::AcquireCallback done) {
   (new AcquireJob(*this, std::move(request), ttl, std::move(done)))->begin();
+}
+
+Waiter* Coordinator::waiter(std::uint64_t job_id) const {
+  auto it = jobs_.find(job_id);
+  return it == jobs_.end() ? nullptr : it->second;
+}
+
+void Coordinator::leave_line(const std::string& key, const std::string& ticket) {
+  Line line{ticket, "", Milliseconds(0)};
+  release_everywhere({key}, "-", /*announce=*/false, &line);
 }
 
 void Coordinator::cancel(std::uint64_t job_id) {

@@ -108,6 +108,10 @@ class Coordinator {
   void status(Client::StatusCallback done);
   // Ends the wait of the acquire registered under `job_id`, if it still waits.
   void cancel(std::uint64_t job_id);
+  // The waiter registered under `job_id`, if it is still running.
+  Waiter* waiter(std::uint64_t job_id) const;
+  // Takes `ticket` out of `key`'s line on every node (a waiter that is gone).
+  void leave_line(const std::string& key, const std::string& ticket);
 
   std::vector<std::unique_ptr<Node>>& nodes() noexcept { return nodes_; }
   const Config& config() const noexcept { return config_; }

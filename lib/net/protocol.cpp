@@ -154,6 +154,9 @@ std::error_code error_from_reply_text(std::string_view text) noexcept {
   };
   for (const auto& p : table)
     if (starts_with(text, p.prefix)) return make_error_code(p.code);
+  // Redis 7 words an ACL denial inside a script this way, not as NOPERM.
+  if (starts_with(text, "ERR The user executing the script can't"))
+    return make_error_code(Errc::redis_noperm);
   return make_error_code(Errc::redis_error);
 }
 

@@ -79,19 +79,24 @@ void Waiters::on_message(std::size_t, std::string_view channel, std::string_view
     return;
   }
   auto it = by_channel_.find(std::string(channel));
-  if (it != by_channel_.end()) on_notice(it->second, it->first, payload, {});
+  if (it != by_channel_.end()) on_notice(it->second, it->first, payload);
 }
 
 void Waiters::on_turn(std::string_view payload) {
   auto bar = payload.find('|');
   if (bar == std::string_view::npos) return;
   auto rest = payload.substr(bar + 1);
-  // The ticket is one of ours, "<turn channel>#<digits>"; the key follows it.
+  // The ticket is one of ours, "<turn channel>#<job>"; the key follows it.
   std::string_view ticket;
+  std::uint64_t job = 0;
   const auto& mine = coordinator_.turn_channel();
   if (rest.substr(0, mine.size() + 1) == mine + "#") {
     auto end = rest.find('|', mine.size() + 1);
-    if (end == std::string_view::npos) return;
+    if (end == std::string_view::npos || end == mine.size() + 1) return;
+    for (char ch : rest.substr(mine.size() + 1, end - mine.size() - 1)) {
+      if (ch < '0' || ch > '9') return;
+      job = job * 10 + static_cast<std::uint64_t>(ch - '0');
+    }
     ticket = rest.substr(0, end);
     rest = rest.substr(end + 1);
   } else if (!rest.empty() && rest[0] == '|') {
@@ -99,34 +104,42 @@ void Waiters::on_turn(std::string_view payload) {
   } else {
     return;
   }
-  auto it = by_channel_.find(std::string(rest) + ":released");
-  if (it != by_channel_.end()) on_notice(it->second, it->first, payload, ticket);
+  std::string key(rest);
+  Waiter* named = ticket.empty() ? nullptr : coordinator_.waiter(job);
+  if (!ticket.empty() && named == nullptr) {
+    // The turn of a waiter of ours that is gone (it ended while a node still had it in line):
+    // hand it on at once instead of letting it lapse.
+    coordinator_.leave_line(key, std::string(ticket));
+    return;
+  }
+  // The same turn comes from every node that gave it: act once.
+  if (std::find(recent_turns_.begin(), recent_turns_.end(), payload) != recent_turns_.end()) return;
+  recent_turns_[next_turn_] = std::string(payload);
+  next_turn_ = (next_turn_ + 1) % recent_turns_.size();
+
+  std::string channel = key + ":released";
+  auto it = by_channel_.find(channel);
+  if (it != by_channel_.end()) {
+    auto& c = it->second;
+    c.recent[c.next_recent] = std::string(payload);  // for released()
+    c.next_recent = (c.next_recent + 1) % c.recent.size();
+    c.had.clear();
+    if (named != nullptr) c.had.push_back(named);
+  }
+  // Found by its job, not its channel: a waiter that was refused a moment ago may not listen
+  // yet, and its turn must not be lost. wake() may finish it and remove the channel.
+  if (named != nullptr) named->wake(&channel);
+  wake_one(channel, /*in_line=*/false);
 }
 
-void Waiters::on_notice(Channel& c, const std::string& name, std::string_view payload,
-                        std::string_view ticket) {
+void Waiters::on_notice(Channel& c, const std::string& name, std::string_view payload) {
   if (!payload.empty()) {
     if (std::find(c.recent.begin(), c.recent.end(), payload) != c.recent.end()) return;
     c.recent[c.next_recent] = std::string(payload);
     c.next_recent = (c.next_recent + 1) % c.recent.size();
   }
-  c.had.clear();               // a new notice: every waiter may have it
-  std::string channel = name;  // wake() may remove the channel: nothing of `c` after it
-  bool turn = payload.find('|') != std::string_view::npos;
-  if (!turn) {
-    wake_one(channel);
-    return;
-  }
-  if (!ticket.empty()) {
-    auto w = std::find_if(c.waiters.begin(), c.waiters.end(),
-                          [&](const Waiter* w) { return w->ticket() == ticket; });
-    if (w != c.waiters.end()) {
-      Waiter* named = *w;
-      c.had.push_back(named);
-      named->wake(&channel);
-    }
-  }
-  wake_one(channel, /*in_line=*/false);
+  c.had.clear();  // a new notice: every waiter may have it
+  wake_one(name);
 }
 
 // A subscription that became active may have missed a notice: every waiter looks again, once

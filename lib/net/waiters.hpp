@@ -61,8 +61,7 @@ class Waiters final : public MessageSink {
     std::vector<bool> confirmed;     // nodes that confirmed the subscription
     std::vector<const Waiter*> had;  // woken for the latest notice
   };
-  void on_notice(Channel& c, const std::string& name, std::string_view payload,
-                 std::string_view ticket);
+  void on_notice(Channel& c, const std::string& name, std::string_view payload);
   void on_turn(std::string_view payload);
   void on_message(std::size_t node, std::string_view channel, std::string_view payload) override;
   void on_subscribed(std::size_t node, std::string_view channel) override;
@@ -71,7 +70,9 @@ class Waiters final : public MessageSink {
   Coordinator& coordinator_;
   std::vector<std::unique_ptr<Node>> subscribers_;  // created with the first waiter
   std::unordered_map<std::string, Channel> by_channel_;
-  std::vector<bool> turns_confirmed_;  // nodes that confirmed the client's turn channel
+  std::vector<bool> turns_confirmed_;          // nodes that confirmed the client's turn channel
+  std::array<std::string, 8> recent_turns_{};  // the latest messages on it
+  std::size_t next_turn_ = 0;
 };
 
 }  // namespace redlock::detail

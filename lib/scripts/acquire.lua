@@ -14,6 +14,9 @@
 -- long that turn lasts and a name for it.
 -- A refused waiter for one key stands in the key's queue (<key>:queue, by place); a refused
 -- waiter for several keys asks to hear of their releases (<key>:others, by channel).
+-- The line is a courtesy, the lock is not: every command on the line's keys is a pcall, and a
+-- line that cannot be kept (a key of another type there, a command the ACL denies, no memory)
+-- is a line that is not there. The lock's own commands (GET, PTTL, SET, INCR) are calls.
 local ticket = ARGV[4] or ''
 local lined = ARGV[7] ~= nil and ticket ~= ''
 
@@ -21,23 +24,30 @@ local function name(text)
   return string.sub(redis.sha1hex(text), 1, 16)
 end
 
+local function try(...)
+  local r = redis.pcall(...)
+  if type(r) == 'table' and r.err then return nil end
+  return r
+end
+
 local function keep(key, ms)
-  if redis.call('PTTL', key) < tonumber(ms) then redis.call('PEXPIRE', key, ms) end
+  local left = try('PTTL', key)
+  if left and left < tonumber(ms) then try('PEXPIRE', key, ms) end
 end
 
 local function stand_in_line()
   if not lined then return end
   if #KEYS == 1 then
     local q = KEYS[1] .. ':queue'
-    redis.call('ZADD', q, ARGV[5], ticket)
-    -- Asking again shows it is alive: a turn it had is over, the next one is new.
-    redis.call('HDEL', KEYS[1] .. ':turns', ticket)
-    keep(q, ARGV[6])
+    if try('ZADD', q, ARGV[5], ticket) then
+      -- Asking again shows it is alive: a turn it had is over, the next one is new.
+      try('HDEL', KEYS[1] .. ':turns', ticket)
+      keep(q, ARGV[6])
+    end
   else
     local channel = string.match(ticket, '^(.*)#')
     for _, key in ipairs(KEYS) do
-      redis.call('SADD', key .. ':others', channel)
-      keep(key .. ':others', ARGV[6])
+      if channel and try('SADD', key .. ':others', channel) then keep(key .. ':others', ARGV[6]) end
     end
   end
 end
@@ -52,7 +62,8 @@ end
 
 -- The key is free: it is the turn of the first in line, who has a turn's length to come and
 -- is told on its client's channel ("<name>|<ticket>|<key>"). A turn not taken in time is lost,
--- and the waiter with it (it takes its place again when it next asks).
+-- and so is one that nobody heard (its client is gone): the waiter loses its place (it takes it
+-- again when it next asks), and the turn passes to the next in line.
 -- Nothing is written before the grant's SET: a script's first write is where Redis refuses it
 -- at maxmemory (OOM), and a node out of memory must refuse, not grant.
 local missed = {}
@@ -62,28 +73,32 @@ if ARGV[7] ~= nil and #KEYS == 1 then
   local length = tonumber(ARGV[7])
   local now
   for i = 0, 15 do
-    local head = redis.call('ZRANGE', q, i, i)[1]
+    local first = try('ZRANGE', q, i, i)
+    local head = first and first[1]
     if not head or head == ticket then break end
     if not now then
-      local time = redis.call('TIME')
+      local time = try('TIME')
+      if not time then break end
       now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
     end
-    local due = tonumber(redis.call('HGET', turns, head))
-    if not due or due > now then
-      for _, m in ipairs(missed) do
-        redis.call('ZREM', q, m)
-        redis.call('HDEL', turns, m)
-      end
-      if not due then
-        due = now + length
-        redis.call('HSET', turns, head, due)
+    local due = tonumber(try('HGET', turns, head))
+    if not due then
+      local channel = string.match(head, '^(.*)#')
+      local heard = channel and try('PUBLISH', channel, name(ARGV[1]) .. '|' .. head .. '|' .. key)
+      if heard and heard > 0 then due = now + length end
+      if due and not try('HSET', turns, head, due) then due = nil end
+      if due then
         -- The turns live as long as the line: a missed turn must be seen as missed.
-        local line = redis.call('PTTL', q)
-        if line > 0 then keep(turns, math.max(line, length)) end
-        local channel = string.match(head, '^(.*)#')
-        if channel then
-          redis.call('PUBLISH', channel, name(ARGV[1]) .. '|' .. head .. '|' .. key)
-        end
+        local line = try('PTTL', q)
+        if line and line > 0 then keep(turns, math.max(line, length)) end
+      else
+        due = now
+      end
+    end
+    if due > now then
+      for _, m in ipairs(missed) do
+        try('ZREM', q, m)
+        try('HDEL', turns, m)
       end
       stand_in_line()
       return {0, due - now, 'turn:' .. string.sub(redis.sha1hex(head), 1, 11)}
@@ -106,8 +121,8 @@ if #missed > 0 or (lined and #KEYS == 1) then
   local q, turns = KEYS[1] .. ':queue', KEYS[1] .. ':turns'
   if ticket ~= '' then table.insert(missed, ticket) end
   for _, m in ipairs(missed) do
-    redis.call('ZREM', q, m)
-    redis.call('HDEL', turns, m)
+    try('ZREM', q, m)
+    try('HDEL', turns, m)
   end
 end
 return {1, fence}

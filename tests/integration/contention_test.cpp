@@ -75,12 +75,14 @@ TEST(Contention, OneReleaseWakesOneWaiterOfAClient) {
 
   for (int w = 0; w < kWaiters; ++w) EXPECT_TRUE(results[w]) << w << ": " << results[w].message();
   EXPECT_EQ(served.load(), kWaiters);
-  // Per node: 5 releases and 4 grants; a little slack for an attempt that met a release still
-  // on its way. Waking every waiter on each of the three notices of a release costs about 3 to 4
-  // times as much.
+  // Per node: 5 releases and 4 grants; a little slack, per grant, for an attempt that met a
+  // release still on its way (a refusal there puts the waiter in that node's line, which it then
+  // leaves: one more script). Waking every waiter on each of the three notices of a release
+  // costs about 3 to 4 times as much.
   long long per_node = (after - before) / static_cast<long long>(kNodes);
   RecordProperty("script_calls_per_node", std::to_string(per_node));
-  EXPECT_LE(per_node, 5 + kWaiters + 4) << "script calls per node for " << kWaiters << " grants";
+  EXPECT_LE(per_node, 5 + kWaiters + 2 * kWaiters)
+      << "script calls per node for " << kWaiters << " grants";
 }
 
 // A notice woken into a waiter that cannot use it is passed on. W1 wants {x, y} and is first in

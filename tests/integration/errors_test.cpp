@@ -81,6 +81,20 @@ TEST(RedisErrors, NoPermissionIsTyped) {
   expect_failed_votes(r, Errc::redis_noperm, 2);
 }
 
+// A command the scripts run is denied by the ACL (here SET, inside the acquire script): Redis 7
+// words it "ERR The user executing the script can't run this command", not NOPERM; it is typed
+// as redis_noperm all the same.
+TEST(RedisErrors, ACommandDeniedInsideAScriptIsTypedAsNoPermission) {
+  RedisCluster cluster(3);
+  for (std::size_t i = 0; i < 3; ++i)
+    ASSERT_EQ(cluster[i].command({"ACL", "SETUSER", "default", "-set"}), "OK");
+  Client client(config_for(cluster.node_list()));
+  auto r = client.try_acquire("p", 5000ms);
+  EXPECT_EQ(r.error, Errc::no_quorum) << r.message();
+  expect_failed_votes(r, Errc::redis_noperm, 2);
+  EXPECT_EQ(cluster.count_existing("redlock:p"), 0u);
+}
+
 TEST(RedisErrors, ReadOnlyReplicaIsTyped) {
   RedisCluster cluster(3);
   RedisCluster primary(1);
