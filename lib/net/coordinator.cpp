@@ -479,12 +479,9 @@ class Coordinator::AcquireJob final : public Waiter {
     // clean-up is no release, and must wake no waiter (this one included).
     // A waiter granted on some nodes left the line there: it takes its place again, unless it
     // stops now (then finish() takes it out of the line everywhere).
-    if (!in_line() || co_.shutting_down() || stop_reason_) {
-      co_.release_everywhere(keys_, token_, /*announce=*/false);
-    } else {
-      Coordinator::Line line{ticket_, place_, line_kept()};
-      co_.release_everywhere(keys_, token_, /*announce=*/false, &line);
-    }
+    Coordinator::Line line{ticket_, place_, line_kept()};
+    bool keep_place = in_line() && !co_.shutting_down() && !stop_reason_;
+    co_.release_everywhere(keys_, token_, /*announce=*/false, keep_place ? &line : nullptr);
     last_votes_ = r.votes;
     if (co_.shutting_down() || stop_reason_) {
       r.error = make_error_code(co_.shutting_down() ? Errc::shutting_down : *stop_reason_);

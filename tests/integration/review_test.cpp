@@ -61,6 +61,25 @@ TEST(Review, F1_KeysNobodyReleasesAreNotRetriedAsASplit) {
   EXPECT_LE(r.attempts, 16) << "retried as a split although the same keys stayed";
 }
 
+// F1, for a waiter of several resources (it stands in no line and listens on the keys' release
+// channels): its failed attempt's clean-up on the node that said yes must not announce a
+// release, or it wakes the waiter itself, which asks again at once, round after round, for as
+// long as the crashed contenders' keys live.
+TEST(Review, F1_AMultiResourceWaitersCleanUpDoesNotWakeItself) {
+  RedisCluster cluster(3);
+  auto config = test::fast_config(cluster);
+  config.retry_delay = 200ms;
+  config.retry_jitter = 100ms;
+  cluster[0].command({"SET", "redlock:x", "crashed-contender-1", "PX", "5000"});
+  cluster[1].command({"SET", "redlock:x", "crashed-contender-2", "PX", "5000"});
+  Client a(config);
+  auto r = a.acquire(AcquireRequest({"x", "y"}, 5000ms, 2000ms));
+  EXPECT_EQ(r.error, Errc::not_acquired) << r.message();
+  // 2000 / 250 = 8 rounds, plus one when the subscriptions are confirmed; woken by its own
+  // clean-ups, hundreds.
+  EXPECT_LE(r.attempts, 16) << "the waiter's clean-ups woke it";
+}
+
 // F2 (liveness: ghost lock for a whole ttl). The clean-up of a failed attempt used to be sent
 // only on a node's current connection. When the node froze after the acquire was written, the
 // acquire timed out, the replacement connection could not finish its handshake, and the clean-up
