@@ -52,6 +52,15 @@ bool line_is(RedisCluster& cluster, std::size_t nodes, const std::string& key,
   return true;
 }
 
+// Once every waiter is served, nothing of the line (nor any lock) is left on any node.
+void expect_nothing_left(RedisCluster& cluster, std::size_t nodes) {
+  for (std::size_t i = 0; i < nodes; ++i)
+    EXPECT_TRUE(test::eventually([&] { return cluster[i].command({"DBSIZE"}) == "0"; }))
+        << "node " << i << " keeps " << cluster[i].command({"KEYS", "*"}) << " turns "
+        << cluster[i].command({"HGETALL", "redlock:k:turns"}) << " pttl "
+        << cluster[i].command({"PTTL", "redlock:k:turns"});
+}
+
 // Five waiters, each a client of its own (like five processes), begin to wait one after the
 // other while the key is held. Every release wakes only the first in line: they are served in
 // the order they came, and when all are served nothing of the line is left on the nodes.
@@ -93,11 +102,7 @@ TEST(Queue, WaitersOfDifferentClientsAreServedInTheOrderTheyCame) {
     EXPECT_TRUE(r) << w << ": " << r.message();
   }
   EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4}));
-  for (std::size_t i = 0; i < kNodes; ++i)
-    EXPECT_TRUE(test::eventually([&] { return cluster[i].command({"DBSIZE"}) == "0"; }))
-        << "node " << i << " keeps " << cluster[i].command({"KEYS", "*"}) << " turns "
-        << cluster[i].command({"HGETALL", "redlock:k:turns"}) << " pttl "
-        << cluster[i].command({"PTTL", "redlock:k:turns"});
+  expect_nothing_left(cluster, kNodes);
 }
 
 // A holder that releases and at once asks again, waiting, comes after the waiter that was
@@ -215,11 +220,7 @@ TEST(Queue, ATurnOfAWaiterThatEndedIsHandedOnByItsClient) {
   if (r) {
     EXPECT_TRUE(waiter.release(r.lock));
   }
-  for (std::size_t i = 0; i < kNodes; ++i)
-    EXPECT_TRUE(test::eventually([&] { return cluster[i].command({"DBSIZE"}) == "0"; }))
-        << "node " << i << " keeps " << cluster[i].command({"KEYS", "*"}) << " turns "
-        << cluster[i].command({"HGETALL", "redlock:k:turns"}) << " pttl "
-        << cluster[i].command({"PTTL", "redlock:k:turns"});
+  expect_nothing_left(cluster, kNodes);
 }
 
 // The line's keys sit next to the lock keys ({prefix}{resource}:queue): a resource may be named
