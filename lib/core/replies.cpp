@@ -3,6 +3,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "quorum.hpp"
 #include "redlock/errors.hpp"
 
 namespace redlock::detail {
@@ -31,6 +32,17 @@ void acquire_vote(const redisReply* r, NodeVote& vote) {
   if (r->elements >= 2 && is_int(e[1])) vote.holder_ttl = Milliseconds(e[1]->integer);
   if (r->elements >= 3 && e[2] != nullptr && e[2]->type == REDIS_REPLY_STRING)
     vote.holder.assign(e[2]->str, e[2]->len);
+}
+
+void quick_acquire_vote(const redisReply* r, NodeVote& vote) {
+  if (r == nullptr) return;
+  if (r->type == REDIS_REPLY_NIL) {
+    vote.vote = Vote::yes;
+    return;
+  }
+  if (r->type != REDIS_REPLY_STRING) return;
+  vote.vote = Vote::no;
+  vote.holder = token_digest(std::string_view(r->str, r->len));
 }
 
 void fence_vote(const redisReply* r, NodeVote& vote) {

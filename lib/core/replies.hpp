@@ -4,7 +4,8 @@
 //
 // The rule of every decoder: a vote is `yes` only for the exact shape the script returns on
 // success; a shape the script never returns leaves the vote pending, which the fan-out counts as
-// a failed vote (Errc::protocol_error). An error or nil reply is never a yes. Any thread.
+// a failed vote (Errc::protocol_error). An error reply is never a yes, and a nil reply only where
+// nil is the one answer of success (quick_acquire_vote). Any thread.
 #pragma once
 
 #include <cstddef>
@@ -18,6 +19,12 @@ namespace redlock::detail {
 // acquire.lua: {1, fence} granted (fence >= 0; 0 without fencing) is yes, with `fence` set when
 // above 0; {0, pttl, holder} is no, with `holder_ttl` and `holder`.
 void acquire_vote(const redisReply* reply, NodeVote& vote);
+
+// The quick acquire, `SET key token NX PX ttl GET` (one key, no wait, no fencing): nil (the key
+// was free and is now ours) is yes; a bulk string (the key's value: the holder's token, set
+// nothing) is no, with `holder` the token's digest as acquire.lua names it and `holder_ttl`
+// unknown (-1).
+void quick_acquire_vote(const redisReply* reply, NodeVote& vote);
 
 // fence.lua: 1 (the node still held our token and raised its counters) is yes, 0 is no.
 void fence_vote(const redisReply* reply, NodeVote& vote);

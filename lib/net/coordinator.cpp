@@ -17,8 +17,12 @@ using std::chrono::microseconds;
 using namespace std::chrono_literals;
 
 // The fan-outs' view of the decoders in core/replies.hpp (one vote per item).
+// The script's reply is an array; the quick acquire's (SET NX GET) never is.
 void classify_acquire(const redisReply* r, const Command&, NodeVote* votes, std::size_t) {
-  acquire_vote(r, votes[0]);
+  if (r != nullptr && r->type == REDIS_REPLY_ARRAY)
+    acquire_vote(r, votes[0]);
+  else
+    quick_acquire_vote(r, votes[0]);
 }
 
 void classify_fence(const redisReply* r, const Command&, NodeVote* votes, std::size_t) {
@@ -98,9 +102,11 @@ FanOut::FanOut(Coordinator& coordinator, Command command, std::size_t items, Cla
 FanOut::~FanOut() { coordinator_.fanout_ended(); }
 
 void FanOut::start(Coordinator& coordinator, Command command, std::size_t items, Classify classify,
-                   Decided decided, bool wait_all, const std::vector<NodeVote>* known) {
+                   Decided decided, bool wait_all, const std::vector<NodeVote>* known,
+                   std::optional<Command> fallback) {
   auto* f =
       new FanOut(coordinator, std::move(command), items, classify, std::move(decided), wait_all);
+  f->fallback_ = std::move(fallback);
   f->started_ = Clock::now();  // t0: before the first request leaves
   for (auto& node : coordinator.nodes()) {
     if (known != nullptr && items == 1 && node->index() < known->size() &&
@@ -145,6 +151,16 @@ void FanOut::record(std::size_t item, std::size_t node, NodeVote vote) {
 void FanOut::on_node_reply(std::size_t node, const NodeReply& reply) {
   --outstanding_;
   std::size_t items = votes_.size();
+  if (reply.error && fallback_ && !announced_[0] &&
+      reply.detail.rfind("ERR syntax error", 0) == 0) {
+    // The command did not run. Nothing of ours went behind it that it could overtake: the
+    // clean-up of an attempt follows its verdict, and the verdict is still open.
+    coordinator_.no_quick_acquire();
+    if (!coordinator_.nodes()[node]->send(*fallback_, this)) {
+      ++outstanding_;
+      return;
+    }
+  }
   if (reply.error) {
     NodeVote v;
     v.vote = Vote::failed;
@@ -317,11 +333,20 @@ class Coordinator::AcquireJob final : public Waiter {
   // winner asking again for what it lacks).
   void send_acquire(const std::vector<NodeVote>* known) {
     Command command{&script_acquire, keys_, {token_, ms_arg(ttl_), fencing_ ? "1" : "0"}};
-    // Every acquire of one key keeps to the queue; only a waiter takes a place in it.
+    // Every acquire of one key through the script keeps to the line; only a waiter takes a
+    // place in it.
     command.args.push_back(ticket_);
     command.args.push_back(ticket_.empty() ? "0" : place_);
     command.args.push_back(ms_arg(line_kept()));
     command.args.push_back(ms_arg(co_.turn_length()));
+    // An acquire that does not wait, of one key and without fencing, is one plain command
+    // instead: it takes a free key whatever the line (docs/guide-waiting.md), for a fraction of
+    // the script's cost on the servers. A server too old for it gets the script (FanOut).
+    std::optional<Command> script;
+    if (!waits_ && !fencing_ && keys_.size() == 1 && co_.quick_acquire()) {
+      script = std::move(command);
+      command = Command{nullptr, {}, {"SET", keys_[0], token_, "NX", "PX", ms_arg(ttl_), "GET"}};
+    }
     FanOut::start(
         co_, std::move(command), 1, classify_acquire,
         [this](FanOut& f, std::size_t) {
@@ -334,7 +359,7 @@ class Coordinator::AcquireJob final : public Waiter {
           }
           on_attempt(f);
         },
-        false, known);
+        false, known, std::move(script));
   }
 
   bool may_be_split(const FanOut& f) const {

@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <unordered_map>
@@ -40,8 +41,12 @@ class FanOut final : public ReplySink {
   // counted as such and not asked again; the others are asked.
   static void start(Coordinator& coordinator, Command command, std::size_t items, Classify classify,
                     Decided decided, bool wait_all = false,
-                    const std::vector<NodeVote>* known = nullptr);
+                    const std::vector<NodeVote>* known = nullptr,
+                    std::optional<Command> fallback = std::nullopt);
 
+  // `fallback`: what to send a node that refuses `command` as a syntax error (a server too old
+  // for it), while the verdict is still open; the Coordinator then stops using `command`'s form.
+  //
   // From a `decided` callback: runs `settled` once every node has answered (or failed), with
   // every vote in, just before the fan-out ends. The caller must outlive the fan-out.
   void when_settled(std::function<void(FanOut&)> settled) { settled_ = std::move(settled); }
@@ -66,6 +71,7 @@ class FanOut final : public ReplySink {
 
   Coordinator& coordinator_;
   Command command_;
+  std::optional<Command> fallback_;
   Classify classify_;
   Decided decided_;
   std::function<void(FanOut&)> settled_;
@@ -133,6 +139,9 @@ class Coordinator {
   void release_everywhere(const std::vector<std::string>& keys, const std::string& token,
                           bool announce, const Line* line = nullptr);
   // How long a waiter whose turn it is has to come and take a free key (scripts/acquire.lua).
+  // False once a node refused the quick acquire (SET with NX and GET: Redis 7.0 or newer).
+  bool quick_acquire() const noexcept { return quick_acquire_; }
+  void no_quick_acquire() noexcept { quick_acquire_ = false; }
   Milliseconds turn_length() const noexcept {
     return std::max(Milliseconds(100), config_.request_timeout);
   }
@@ -164,6 +173,7 @@ class Coordinator {
   std::uint64_t next_job_id_ = 1;
   std::string turn_channel_;  // random: this client's waiters are told apart from others'
   bool shutting_down_ = false;
+  bool quick_acquire_ = true;
   std::size_t live_fanouts_ = 0;
   bool nodes_closed_ = false;
   uv_timer_t drain_timer_{};

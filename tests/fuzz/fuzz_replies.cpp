@@ -50,6 +50,18 @@ void check_acquire(const redisReply* r) {
   FUZZ_CHECK(!v.error, "acquire: the decoder sets no error");
 }
 
+// The quick acquire (SET NX GET): nil is the grant, a string the holder's token.
+void check_quick_acquire(const redisReply* r) {
+  NodeVote v;
+  quick_acquire_vote(r, v);
+  FUZZ_CHECK((v.vote == Vote::yes) == (r->type == REDIS_REPLY_NIL), "quick: yes exactly for nil");
+  FUZZ_CHECK((v.vote == Vote::no) == (r->type == REDIS_REPLY_STRING),
+             "quick: no exactly for a string");
+  if (v.vote == Vote::no)
+    FUZZ_CHECK(v.holder.size() == 16 && v.holder_ttl.count() == -1,
+               "quick: the holder is named, its ttl unknown");
+}
+
 void check_fence(const redisReply* r) {
   NodeVote v;
   fence_vote(r, v);
@@ -96,6 +108,7 @@ void check_tree(const redisReply* r, std::size_t keys, std::size_t items, int de
     FUZZ_CHECK(ec && ec.category() == error_category(), "an error reply maps to our error code");
   }
   check_acquire(r);
+  check_quick_acquire(r);
   check_fence(r);
   check_release(r, keys);
   check_renew(r, items);

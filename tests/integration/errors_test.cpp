@@ -4,6 +4,7 @@
 
 #include <thread>
 
+#include "fake_server.hpp"
 #include "net/scripts.hpp"
 #include "redis_server.hpp"
 #include "redlock/redlock.hpp"
@@ -71,14 +72,69 @@ TEST(RedisErrors, OutOfMemoryOnAMajorityIsTyped) {
   EXPECT_TRUE(test::eventually([&] { return cluster.count_existing("redlock:m") == 0u; }));
 }
 
+// Without EVAL and EVALSHA the scripts are denied (a waiting acquire runs acquire.lua); without
+// SET, the quick acquire of a try_acquire is.
 TEST(RedisErrors, NoPermissionIsTyped) {
   RedisCluster cluster(3);
   for (std::size_t i = 0; i < 3; ++i)
     ASSERT_EQ(cluster[i].command({"ACL", "SETUSER", "default", "-evalsha", "-eval"}), "OK");
-  Client client(config_for(cluster.node_list()));
-  auto r = client.try_acquire("p", 5000ms);
+  auto config = config_for(cluster.node_list());
+  config.retry_count = 0;
+  Client client(config);
+  auto r = client.acquire("p", 5000ms, 50ms);
   EXPECT_EQ(r.error, Errc::no_quorum) << r.message();
   expect_failed_votes(r, Errc::redis_noperm, 2);
+  EXPECT_EQ(cluster.count_existing("redlock:p"), 0u);
+
+  for (std::size_t i = 0; i < 3; ++i)
+    ASSERT_EQ(cluster[i].command({"ACL", "SETUSER", "default", "-set"}), "OK");
+  auto q = client.try_acquire("q", 5000ms);
+  EXPECT_EQ(q.error, Errc::no_quorum) << q.message();
+  expect_failed_votes(q, Errc::redis_noperm, 2);
+  EXPECT_EQ(cluster.count_existing("redlock:q"), 0u);
+}
+
+// The errors a node has answered with "ERR ..." so far.
+long err_count(const test::RedisServer& node) {
+  auto stats = node.command({"INFO", "errorstats"});
+  auto pos = stats.find("errorstat_ERR:count=");
+  return pos == std::string::npos ? 0 : std::stol(stats.substr(pos + 20));
+}
+
+// A server older than Redis 7.0 answers the quick acquire (SET with NX and GET) with "ERR syntax
+// error" (played here by proxies that spoil the GET option). While the attempt's verdict is open
+// those nodes get the acquire script instead, and it is granted; the client never sends the
+// quick form again.
+TEST(RedisErrors, AServerBeforeRedis7GetsTheScriptInsteadOfTheQuickAcquire) {
+  RedisCluster cluster(3);
+  std::vector<std::unique_ptr<test::FakeServer>> old;
+  std::string list;
+  for (std::size_t i = 0; i < 3; ++i) {
+    old.push_back(std::make_unique<test::FakeServer>(test::FakeServer::Mode::before_redis7,
+                                                     cluster[i].port()));
+    list += (i ? "," : "") + old.back()->url();
+  }
+  Client client(config_for(list));
+  auto r = client.try_acquire("old", 5000ms);
+  ASSERT_TRUE(r) << r.message();
+  EXPECT_EQ(r.attempts, 1);
+  // Granted at the quorum: a node that refused the quick form after the verdict is not asked
+  // again (its clean-up could overtake the script).
+  EXPECT_GE(cluster.count_holding("redlock:old", r.lock.token), 2u);
+  std::vector<long> errors;
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_TRUE(test::eventually([&] { return err_count(cluster[i]) >= 1; }))
+        << "node " << i << " never refused the quick form";
+    errors.push_back(err_count(cluster[i]));
+  }
+  ASSERT_TRUE(client.release(r.lock));
+  auto again = client.try_acquire("old", 5000ms);
+  ASSERT_TRUE(again) << again.message();
+  EXPECT_TRUE(test::eventually(
+      [&] { return cluster.count_holding("redlock:old", again.lock.token) == 3; }));
+  for (std::size_t i = 0; i < 3; ++i)
+    EXPECT_EQ(err_count(cluster[i]), errors[i]) << "node " << i << ": the quick form again";
+  EXPECT_TRUE(client.release(again.lock));
 }
 
 // A command the scripts run is denied by the ACL (here SET, inside the acquire script): Redis 7

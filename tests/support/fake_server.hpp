@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <stdexcept>
@@ -20,10 +21,12 @@ namespace redlock::test {
 // each at once (a crashing node), answers anything with bytes that are not RESP, accepts and
 // never answers (a hung host), or forwards bytes both ways to a real server on `backend` (a
 // cured node). set_mode() switches at any time and closes the connections of the old mode, so
-// a client meets the new behaviour on its next connection.
+// a client meets the new behaviour on its next connection. Mode::before_redis7 forwards too, but
+// turns the GET option of a SET into an option Redis does not know, so that the server answers
+// "ERR syntax error" as a server older than 7.0 does to SET with both NX and GET.
 class FakeServer {
  public:
-  enum class Mode { close_at_once, garbage, silent, proxy };
+  enum class Mode { close_at_once, garbage, silent, proxy, before_redis7 };
 
   explicit FakeServer(Mode mode, std::uint16_t backend = 0) : mode_(mode), backend_(backend) {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -62,8 +65,26 @@ class FakeServer {
  private:
   struct Conn {
     int client = -1;
-    int backend = -1;  // Mode::proxy only
+    int backend = -1;      // Mode::proxy and Mode::before_redis7 only
+    bool rewrite = false;  // Mode::before_redis7
+    std::string carry;     // the client's bytes held back: maybe the start of a GET argument
   };
+
+  // The client's bytes with every argument "GET" made "GEX"; the end that may be the start of
+  // one stays in `carry` until more bytes come (a whole command never ends that way).
+  static std::string rewritten(Conn& c, const char* p, std::size_t n) {
+    static const std::string kGet = "$3\r\nGET\r\n";
+    std::string data = c.carry + std::string(p, n);
+    for (auto pos = data.find(kGet); pos != std::string::npos;
+         pos = data.find(kGet, pos + kGet.size()))
+      data[pos + 6] = 'X';
+    std::size_t keep = 0;
+    for (std::size_t k = std::min(kGet.size() - 1, data.size()); k > 0 && keep == 0; --k)
+      if (data.compare(data.size() - k, k, kGet, 0, k) == 0) keep = k;
+    c.carry = data.substr(data.size() - keep);
+    data.resize(data.size() - keep);
+    return data;
+  }
 
   static void close_pair(const Conn& c) {
     ::close(c.client);
@@ -108,7 +129,7 @@ class FakeServer {
       // Connections first (their indices in fds), then the listening socket, which may add one.
       std::vector<Conn> kept;
       for (std::size_t i = 0; i < conns_.size(); ++i) {
-        const Conn& c = conns_[i];
+        Conn& c = conns_[i];
         bool open = true;
         char buf[16384];
         for (int side = 0; side < 2 && open; ++side) {
@@ -117,6 +138,9 @@ class FakeServer {
           auto n = ::read(p.fd, buf, sizeof buf);
           if (n <= 0) {
             open = false;
+          } else if (c.backend >= 0 && side == 0 && c.rewrite) {
+            auto data = rewritten(c, buf, static_cast<std::size_t>(n));
+            open = write_all(c.backend, data.data(), data.size());
           } else if (c.backend >= 0) {  // forward; anything else is read and dropped
             open = write_all(side == 0 ? c.backend : c.client, buf, static_cast<std::size_t>(n));
           }
@@ -139,18 +163,19 @@ class FakeServer {
           case Mode::garbage: {
             static const char kGarbage[] = "HTTP/1.1 400 Bad Request\r\n\r\n";
             (void)!::write(c, kGarbage, sizeof kGarbage - 1);
-            conns_.push_back({c, -1});  // kept until its client closes it
+            conns_.push_back({c, -1, false, {}});  // kept until its client closes it
             break;
           }
           case Mode::silent:
-            conns_.push_back({c, -1});
+            conns_.push_back({c, -1, false, {}});
             break;
-          case Mode::proxy: {
+          case Mode::proxy:
+          case Mode::before_redis7: {
             int b = connect_to(backend_.load());
             if (b < 0) {
               ::close(c);
             } else {
-              conns_.push_back({c, b});
+              conns_.push_back({c, b, mode_.load() == Mode::before_redis7, {}});
             }
             break;
           }

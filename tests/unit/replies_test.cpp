@@ -1,5 +1,6 @@
 // Decoding script replies into votes (lib/core/replies.hpp): yes only for the exact shape each
-// script returns on success, never for an error, a nil or a shape no script returns. Reply trees
+// script returns on success, never for an error, a nil (but for the quick acquire, whose success
+// is nil) or a shape no script returns. Reply trees
 // are built by hand (hiredis' struct only: these tests link no hiredis). The shapes below the
 // "found by fuzzing" comments came from tests/fuzz/fuzz_replies.cpp.
 #include "core/replies.hpp"
@@ -11,6 +12,8 @@
 #include <initializer_list>
 #include <string>
 #include <vector>
+
+#include "core/quorum.hpp"
 
 namespace redlock::detail {
 namespace {
@@ -57,6 +60,11 @@ NodeVote acquire(const redisReply* r) {
   acquire_vote(r, v);
   return v;
 }
+NodeVote quick(const redisReply* r) {
+  NodeVote v;
+  quick_acquire_vote(r, v);
+  return v;
+}
 NodeVote fence(const redisReply* r) {
   NodeVote v;
   fence_vote(r, v);
@@ -94,6 +102,22 @@ TEST(Replies, AcquireHeldIsNoWithTheHolder) {
   EXPECT_EQ(v.vote, Vote::no);
   EXPECT_EQ(v.holder_ttl, Milliseconds(1500));
   EXPECT_EQ(v.holder, "0123456789abcdef");
+}
+
+// SET key token NX PX ttl GET: nil when it set the key, the old value (the holder's token, named
+// by its digest as acquire.lua names it) when it did not; nothing else is a vote.
+TEST(Replies, QuickAcquireIsYesOnlyForNil) {
+  Tree t;
+  EXPECT_EQ(quick(t.nil()).vote, Vote::yes);
+  auto held = quick(t.text("a-token"));
+  EXPECT_EQ(held.vote, Vote::no);
+  EXPECT_EQ(held.holder, token_digest("a-token"));
+  EXPECT_EQ(held.holder_ttl, Milliseconds(-1));
+  EXPECT_EQ(quick(t.status("OK")).vote, Vote::pending);
+  EXPECT_EQ(quick(t.integer(1)).vote, Vote::pending);
+  EXPECT_EQ(quick(t.array({})).vote, Vote::pending);
+  EXPECT_EQ(quick(t.error("ERR syntax error")).vote, Vote::pending);
+  EXPECT_EQ(quick(nullptr).vote, Vote::pending);
 }
 
 // Found by fuzzing: the decoder said yes for any array whose first element was the integer 1,
