@@ -4,8 +4,9 @@
 //
 // The rule of every decoder: a vote is `yes` only for the exact shape the script returns on
 // success; a shape the script never returns leaves the vote pending, which the fan-out counts as
-// a failed vote (Errc::protocol_error). An error reply is never a yes, and a nil reply only where
-// nil is the one answer of success (quick_acquire_vote). Any thread.
+// a failed vote (Errc::protocol_error). An error reply is never a yes, and a nil reply only for
+// the quick acquire, whose one answer of success it is (quick_acquire_vote, used only for the
+// replies to that command). Any thread.
 #pragma once
 
 #include <cstddef>

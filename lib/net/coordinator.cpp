@@ -17,9 +17,9 @@ using std::chrono::microseconds;
 using namespace std::chrono_literals;
 
 // The fan-outs' view of the decoders in core/replies.hpp (one vote per item).
-// The script's reply is an array; the quick acquire's (SET NX GET) never is.
-void classify_acquire(const redisReply* r, const Command&, NodeVote* votes, std::size_t) {
-  if (r != nullptr && r->type == REDIS_REPLY_ARRAY)
+// The reply is decoded as what was sent: the script, or the quick acquire (a plain SET).
+void classify_acquire(const redisReply* r, const Command& c, NodeVote* votes, std::size_t) {
+  if (c.script != nullptr)
     acquire_vote(r, votes[0]);
   else
     quick_acquire_vote(r, votes[0]);
@@ -151,13 +151,28 @@ void FanOut::record(std::size_t item, std::size_t node, NodeVote vote) {
 void FanOut::on_node_reply(std::size_t node, const NodeReply& reply) {
   --outstanding_;
   std::size_t items = votes_.size();
-  if (reply.error && fallback_ && !announced_[0] &&
-      reply.detail.rfind("ERR syntax error", 0) == 0) {
-    // The command did not run. Nothing of ours went behind it that it could overtake: the
-    // clean-up of an attempt follows its verdict, and the verdict is still open.
+  const bool fell_back = !fell_back_.empty() && fell_back_[node];
+  if (reply.error && fallback_ && !fell_back && reply.detail.rfind("ERR syntax error", 0) == 0) {
+    // The server does not know the command's form: no fan-out uses it again. The command did
+    // not run, so the fallback may go in its place while nothing of ours went behind it that
+    // it could overtake: the clean-up of an attempt follows its verdict, here still open.
     coordinator_.no_quick_acquire();
-    if (!coordinator_.nodes()[node]->send(*fallback_, this)) {
-      ++outstanding_;
+    if (!announced_[0]) {
+      if (fell_back_.empty()) fell_back_.assign(votes_[0].nodes.size(), false);
+      fell_back_[node] = true;
+      auto& target = *coordinator_.nodes()[node];
+      auto ec = target.send(*fallback_, this);
+      if (!ec) {
+        ++outstanding_;
+        return;
+      }
+      NodeVote v;
+      v.vote = Vote::failed;
+      v.error = ec;
+      v.detail = ec == target.last_error() ? target.last_error_detail() : ec.message();
+      for (std::size_t i = 0; i < items; ++i) record(i, node, v);
+      maybe_decide();
+      maybe_finish();
       return;
     }
   }
@@ -170,7 +185,7 @@ void FanOut::on_node_reply(std::size_t node, const NodeReply& reply) {
     for (std::size_t i = 0; i < items; ++i) record(i, node, v);
   } else {
     for (auto& s : scratch_) s = NodeVote{};
-    classify_(reply.reply, command_, scratch_.data(), items);
+    classify_(reply.reply, fell_back ? *fallback_ : command_, scratch_.data(), items);
     for (std::size_t i = 0; i < items; ++i) {
       NodeVote v = std::move(scratch_[i]);
       if (v.vote == Vote::pending) {

@@ -72,6 +72,7 @@ class FanOut final : public ReplySink {
   Coordinator& coordinator_;
   Command command_;
   std::optional<Command> fallback_;
+  std::vector<bool> fell_back_;  // per node: sent `fallback_` (at most once); empty: none was
   Classify classify_;
   Decided decided_;
   std::function<void(FanOut&)> settled_;

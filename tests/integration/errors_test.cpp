@@ -137,6 +137,29 @@ TEST(RedisErrors, AServerBeforeRedis7GetsTheScriptInsteadOfTheQuickAcquire) {
   EXPECT_TRUE(client.release(again.lock));
 }
 
+// One node of three before Redis 7.0 (behind a proxy, so it answers last): the two others decide
+// the first try_acquire before its syntax error comes. That late error still switches the quick
+// form off, so the old node is asked with the script from then on and holds the next lock too.
+TEST(RedisErrors, ALateSyntaxErrorAlsoEndsTheQuickAcquire) {
+  RedisCluster cluster(3);
+  test::FakeServer old(test::FakeServer::Mode::before_redis7, cluster[2].port());
+  auto list = "redis://127.0.0.1:" + std::to_string(cluster[0].port()) +
+              ",redis://127.0.0.1:" + std::to_string(cluster[1].port()) + "," + old.url();
+  Client client(config_for(list));
+  auto r = client.try_acquire("late", 5000ms);
+  ASSERT_TRUE(r) << r.message();
+  ASSERT_TRUE(test::eventually([&] { return err_count(cluster[2]) >= 1; }));
+  auto errors = err_count(cluster[2]);
+  ASSERT_TRUE(client.release(r.lock));
+  auto again = client.try_acquire("late", 5000ms);
+  ASSERT_TRUE(again) << again.message();
+  EXPECT_TRUE(test::eventually([&] {
+    return cluster.count_holding("redlock:late", again.lock.token) == 3;
+  })) << again.message();
+  EXPECT_EQ(err_count(cluster[2]), errors) << "the quick form again";
+  EXPECT_TRUE(client.release(again.lock));
+}
+
 // A command the scripts run is denied by the ACL (here SET, inside the acquire script): Redis 7
 // words it "ERR The user executing the script can't run this command", not NOPERM; it is typed
 // as redis_noperm all the same.
