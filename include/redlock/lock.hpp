@@ -69,8 +69,8 @@ struct NodeVote {
   std::error_code error;
   std::string detail;                    ///< The server's error text or the connection error.
   std::chrono::microseconds latency{0};  ///< Request to answer, when it answered.
-  /// Acquire, Vote::no: the other holder's ttl left; -1 when unknown (a try_acquire's quick
-  /// acquire, one plain SET, does not ask for it).
+  /// Acquire, Vote::no: the other holder's ttl left; -1 when unknown (the quick acquire of an
+  /// acquire that does not wait, one plain SET, does not ask for it).
   Milliseconds holder_ttl{-1};
   /// Acquire, Vote::no: an opaque name of the other holder (a digest of its token, never the
   /// token), the same on every node it holds: tells a real holder from a split vote. A name
