@@ -44,8 +44,9 @@ class FanOut final : public ReplySink {
                     const std::vector<NodeVote>* known = nullptr,
                     std::optional<Command> fallback = std::nullopt);
 
-  // `fallback`: what to send a node that refuses `command` as a syntax error (a server too old
-  // for it), while the verdict is still open; the Coordinator then stops using `command`'s form.
+  // `fallback`: what to send, once, a node that refuses `command` as a syntax error (a server too
+  // old for it) while the verdict is still open; the Coordinator then stops using `command`'s
+  // form, whether the error came before the verdict or after.
   //
   // From a `decided` callback: runs `settled` once every node has answered (or failed), with
   // every vote in, just before the fan-out ends. The caller must outlive the fan-out.
@@ -139,10 +140,10 @@ class Coordinator {
   };
   void release_everywhere(const std::vector<std::string>& keys, const std::string& token,
                           bool announce, const Line* line = nullptr);
-  // How long a waiter whose turn it is has to come and take a free key (scripts/acquire.lua).
   // False once a node refused the quick acquire (SET with NX and GET: Redis 7.0 or newer).
   bool quick_acquire() const noexcept { return quick_acquire_; }
   void no_quick_acquire() noexcept { quick_acquire_ = false; }
+  // How long a waiter whose turn it is has to come and take a free key (scripts/acquire.lua).
   Milliseconds turn_length() const noexcept {
     return std::max(Milliseconds(100), config_.request_timeout);
   }
