@@ -266,9 +266,12 @@ TEST(Safety, AnAcquireIsNeverRunAfterItsOwnCleanUp) {
             detail::lua::release_sha);
   for (std::size_t i : {1u, 2u, 3u})
     cluster[i].command({"SET", "redlock:res", "foreign", "PX", "30000"});
-  // Node 0 answers late: the verdict (three no) and the clean-up come before its reply.
+  // Node 0 answers late: the verdict (three no) and the clean-up come before its reply. The
+  // acquire must be the script (fenced: a try_acquire without fencing is a plain SET).
   ASSERT_EQ(cluster[0].command({"CLIENT", "PAUSE", "300", "WRITE"}), "OK");
-  auto r = a.try_acquire("res", 10000ms);
+  AcquireRequest scripted({"res"}, 10000ms, 0ms);
+  scripted.fencing = true;
+  auto r = a.acquire(scripted);
   EXPECT_EQ(r.error, Errc::not_acquired) << r.message();
   std::this_thread::sleep_for(800ms);
   EXPECT_EQ(cluster[0].command({"EXISTS", "redlock:res"}), "0")
