@@ -39,6 +39,15 @@ void classify_text(const redisReply* r, const Command&, NodeVote* votes, std::si
 
 std::string ms_arg(Milliseconds d) { return std::to_string(d.count()); }
 
+// The vote of a node that refused to send a request: its error, with its text when it has one.
+NodeVote send_failed_vote(const Node& node, std::error_code ec) {
+  NodeVote v;
+  v.vote = Vote::failed;
+  v.error = ec;
+  v.detail = ec == node.last_error() ? node.last_error_detail() : ec.message();
+  return v;
+}
+
 // The holder name acquire.lua gives a free key that is a waiter's turn.
 bool is_turn(const std::string& holder) { return holder.rfind("turn:", 0) == 0; }
 
@@ -113,10 +122,7 @@ void FanOut::start(Coordinator& coordinator, Command command, std::size_t items,
         (*known)[node->index()].vote == Vote::yes) {
       f->record(0, node->index(), (*known)[node->index()]);
     } else if (auto ec = node->send(f->command_, f)) {
-      NodeVote v;
-      v.vote = Vote::failed;
-      v.error = ec;
-      v.detail = ec == node->last_error() ? node->last_error_detail() : ec.message();
+      auto v = send_failed_vote(*node, ec);
       for (std::size_t i = 0; i < items; ++i) f->record(i, node->index(), v);
     } else {
       ++f->outstanding_;
@@ -166,10 +172,7 @@ void FanOut::on_node_reply(std::size_t node, const NodeReply& reply) {
         ++outstanding_;
         return;
       }
-      NodeVote v;
-      v.vote = Vote::failed;
-      v.error = ec;
-      v.detail = ec == target.last_error() ? target.last_error_detail() : ec.message();
+      auto v = send_failed_vote(target, ec);
       for (std::size_t i = 0; i < items; ++i) record(i, node, v);
       maybe_decide();
       maybe_finish();
