@@ -764,7 +764,8 @@ std::vector<std::string> Coordinator::keys_of(const std::vector<std::string>& re
 
 void Coordinator::release_everywhere(const std::vector<std::string>& keys, const std::string& token,
                                      bool announce, const Line* line) {
-  Command command{&script_release, keys, {token, announce ? "1" : "0", ms_arg(turn_length())}};
+  Command command{
+      &script_release, keys, {token, announce ? token_digest(token) : "0", ms_arg(turn_length())}};
   if (line != nullptr) {
     command.args.push_back(line->ticket);
     command.args.push_back(line->place);
@@ -852,8 +853,9 @@ void Coordinator::extend(Lock lock, Milliseconds ttl, Client::ExtendCallback don
 }
 
 void Coordinator::release(Lock lock, Client::ReleaseCallback done) {
-  Command command{
-      &script_release, keys_of(lock.resources), {lock.token, "1", ms_arg(turn_length())}};
+  Command command{&script_release,
+                  keys_of(lock.resources),
+                  {lock.token, token_digest(lock.token), ms_arg(turn_length())}};
   FanOut::start(*this, std::move(command), 1, classify_release,
                 [done = std::move(done)](FanOut& f, std::size_t) {
                   ReleaseResult r;

@@ -1,28 +1,39 @@
--- KEYS: resource keys; ARGV[1]: token; ARGV[2]: '1' to announce the release (a real release),
--- '0' not to (the clean-up of a failed attempt, which must never wake a waiter). Deletes only
--- keys that hold the token; returns how many.
--- A notice carries the releaser's name (as acquire.lua names a holder: a digest of the token,
--- never the token), so that a client counts one release once, not once per node. When waiters
--- stand in the key's queue (acquire.lua), it is the first one's turn for ARGV[3] ms: only its
--- client is told, on its channel ("<name>|<ticket>|<key>"), and so are the clients of waiters
--- for several keys ("<name>||<key>"). A turn that nobody hears (the client is gone) passes to
--- the next in line. With nobody in line the notice goes to the key's channel <key>:released,
--- which every waiting client hears.
+-- KEYS: resource keys; ARGV[1]: token; ARGV[2]: the releaser's name, to announce the release
+-- under (a real release), or '0' not to announce it (the clean-up of a failed attempt, which
+-- must never wake a waiter). Deletes only keys that hold the token; returns how many.
+-- The name is the one acquire.lua gives a holder (a digest of the token, never the token), so
+-- that a client counts one release once, not once per node; the client computes it, which saves
+-- each node a SHA-1 per release. When waiters stand in the key's queue (acquire.lua), it is the
+-- first one's turn for ARGV[3] ms: only its client is told, on its channel
+-- ("<name>|<ticket>|<key>"), and so are the clients of waiters for several keys
+-- ("<name>||<key>"). A turn that nobody hears (the client is gone) passes to the next in line.
+-- With nobody in line the notice goes to the key's channel <key>:released, which every waiting
+-- client hears.
 -- With ARGV[4], a waiter's ticket, and one key: ARGV[5] a place puts it (back) in line (a failed
 -- attempt's clean-up: where it was granted, it left the line), the queue kept ARGV[6] ms; ''
 -- takes it out (it stopped waiting: if it was first and the key is free, the next one's turn
--- begins).
+-- begins, announced under its ticket's digest).
 -- Every key is deleted before anything is announced, and the line's commands are pcalls (see
 -- acquire.lua): nothing about the line can stop a release.
--- The name in the notices: the releaser's (or, for a waiter leaving, its ticket's) digest, made
--- only when there is a notice to send. The common case, a release with nobody in line, runs
--- GET, DEL, EXISTS and PUBLISH and nothing else: every call in a script costs the server time
--- that a plain command does not (docs/performance.md).
-local name
-local function named()
-  if not name then name = string.sub(redis.sha1hex(ARGV[1]), 1, 16) end
-  return name
+
+-- The common release, of one key by its holder with no waiter's ticket and nobody in line, runs
+-- GET, DEL, EXISTS and PUBLISH and nothing else, before anything else is defined: every call
+-- and every step in a script costs the server time that a plain command does not
+-- (docs/performance.md).
+local freed
+if #KEYS == 1 and ARGV[4] == nil and ARGV[1] ~= '-' then
+  if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+  redis.call('DEL', KEYS[1])
+  if ARGV[2] == '0' then return 1 end
+  -- An error (a key of another type, an ACL without EXISTS) is no line.
+  if redis.pcall('EXISTS', KEYS[1] .. ':queue') ~= 1 then
+    redis.pcall('PUBLISH', KEYS[1] .. ':released', ARGV[2])
+    return 1
+  end
+  freed = {KEYS[1]}  -- somebody is in line: announce() below gives the turn
 end
+
+local name = ARGV[2]
 
 local function try(...)
   local r = redis.pcall(...)
@@ -37,7 +48,6 @@ local function announce(key)
   local time = length and redis.pcall('EXISTS', q) == 1 and try('TIME')
   if time then
     local turns = key .. ':turns'
-    local name = named()
     local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
     for _ = 1, 16 do
       local first = try('ZRANGE', q, 0, 0)
@@ -65,26 +75,20 @@ local function announce(key)
       try('HDEL', turns, head)
     end
   end
-  redis.pcall('PUBLISH', key .. ':released', named())
-end
-
--- The common release, of one key by its holder with no waiter's ticket, goes straight through.
-if #KEYS == 1 and ARGV[4] == nil and ARGV[1] ~= '-' then
-  if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-  redis.call('DEL', KEYS[1])
-  if ARGV[2] == '1' then announce(KEYS[1]) end
-  return 1
+  redis.pcall('PUBLISH', key .. ':released', name)
 end
 
 -- '-' is no token (a waiter leaving the line): nothing to delete.
-local freed = {}
-for _, key in ipairs(ARGV[1] ~= '-' and KEYS or {}) do
-  if redis.call('GET', key) == ARGV[1] then
-    redis.call('DEL', key)
-    table.insert(freed, key)
+if not freed then
+  freed = {}
+  for _, key in ipairs(ARGV[1] ~= '-' and KEYS or {}) do
+    if redis.call('GET', key) == ARGV[1] then
+      redis.call('DEL', key)
+      table.insert(freed, key)
+    end
   end
 end
-if ARGV[2] == '1' then
+if ARGV[2] ~= '0' then
   for _, key in ipairs(freed) do announce(key) end
 end
 

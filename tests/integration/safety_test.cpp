@@ -307,6 +307,34 @@ TEST(Safety, OneBadKeyDoesNotPoisonTheOtherHeldLocks) {
                                   << " lost: " << locks[i].lost_flag().reason().message();
 }
 
+// A release notice names the releaser as acquire.lua names a holder: a waiter that was refused
+// by that holder knows its key is free (the name is the client's digest of its token, which
+// the release script no longer computes).
+TEST(Notices, AReleaseIsAnnouncedUnderTheNameTheAcquireScriptGivesItsHolder) {
+  RedisCluster cluster(3);
+  Client a(test::fast_config(cluster)), b(test::fast_config(cluster));
+  auto held = a.try_acquire("res", 10000ms);
+  ASSERT_TRUE(held) << held.message();
+  AcquireRequest scripted({"res"}, 10000ms, 0ms);
+  scripted.fencing = true;  // the script names the holder in its refusal
+  auto refused = b.acquire(scripted);
+  ASSERT_EQ(refused.error, Errc::not_acquired) << refused.message();
+  std::string holder;
+  for (const auto& v : refused.votes.nodes)
+    if (v.vote == Vote::no && !v.holder.empty()) holder = v.holder;
+  ASSERT_EQ(holder.size(), 16u);
+
+  Monitor monitor(cluster[0]);
+  ASSERT_TRUE(a.release(held.lock));
+  std::vector<std::string> published;
+  for (const auto& line : monitor.drain()) {
+    auto args = monitor_args(line);
+    if (args.size() == 3 && args[0] == "PUBLISH" && args[1] == "redlock:res:released")
+      published.push_back(args[2]);
+  }
+  EXPECT_EQ(published, std::vector<std::string>{holder});
+}
+
 // Defect: a failed attempt's clean-up published a release notice that woke the same waiter,
 // which then spun (thousands of attempts a second).
 TEST(Safety, AWaiterIsNotWokenByItsOwnCleanUp) {
