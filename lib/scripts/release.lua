@@ -16,21 +16,23 @@
 -- Every key is deleted before anything is announced, and the line's commands are pcalls (see
 -- acquire.lua): nothing about the line can stop a release.
 
--- The common release, of one key by its holder with no waiter's ticket and nobody in line, runs
--- GET, DEL, EXISTS and PUBLISH and nothing else, before anything else is defined: every call
--- and every step in a script costs the server time that a plain command does not
--- (docs/performance.md).
+-- Nobody waits for a key that has neither a line nor waiters for several keys: a release has
+-- nobody to tell. (A waiter whose line or SADD the node could not keep hears nothing, and asks
+-- again when the holder's lease runs out.) An error (an ACL without EXISTS) is nobody.
+local function nobody_waits(key)
+  local n = redis.pcall('EXISTS', key .. ':queue', key .. ':others')
+  return type(n) ~= 'number' or n == 0
+end
+
+-- The common release, of one key by its holder with no waiter's ticket and nobody waiting, runs
+-- GET, DEL and EXISTS and nothing else, before the rest is defined: every call and every step
+-- in a script costs the server time that a plain command does not (docs/performance.md).
 local freed
 if #KEYS == 1 and ARGV[4] == nil and ARGV[1] ~= '-' then
   if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
   redis.call('DEL', KEYS[1])
-  if ARGV[2] == '0' then return 1 end
-  -- An error (a key of another type, an ACL without EXISTS) is no line.
-  if redis.pcall('EXISTS', KEYS[1] .. ':queue') ~= 1 then
-    redis.pcall('PUBLISH', KEYS[1] .. ':released', ARGV[2])
-    return 1
-  end
-  freed = {KEYS[1]}  -- somebody is in line: announce() below gives the turn
+  if ARGV[2] == '0' or nobody_waits(KEYS[1]) then return 1 end
+  freed = {KEYS[1]}  -- somebody waits: announce() below tells them
 end
 
 local name = ARGV[2]
@@ -42,6 +44,7 @@ local function try(...)
 end
 
 local function announce(key)
+  if nobody_waits(key) then return end
   local q = key .. ':queue'
   local length = tonumber(ARGV[3] or '')
   -- An error (a key of another type, an ACL without EXISTS) is no line.

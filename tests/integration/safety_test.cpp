@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <future>
@@ -90,6 +91,18 @@ std::vector<std::string> monitor_args(const std::string& line) {
     args.push_back(arg);
   }
   return args;
+}
+
+// The payloads PUBLISHed on `channel` among `lines` (by default, what `monitor` sees next).
+std::vector<std::string> published(Monitor& monitor, const std::string& channel,
+                                   std::vector<std::string> lines = {}) {
+  if (lines.empty()) lines = monitor.drain();
+  std::vector<std::string> payloads;
+  for (const auto& line : lines) {
+    auto args = monitor_args(line);
+    if (args.size() == 3 && args[0] == "PUBLISH" && args[1] == channel) payloads.push_back(args[2]);
+  }
+  return payloads;
 }
 
 // Defect: extend to a shorter ttl set the keys' PTTL to it while the client kept its old,
@@ -323,16 +336,28 @@ TEST(Notices, AReleaseIsAnnouncedUnderTheNameTheAcquireScriptGivesItsHolder) {
   for (const auto& v : refused.votes.nodes)
     if (v.vote == Vote::no && !v.holder.empty()) holder = v.holder;
   ASSERT_EQ(holder.size(), 16u);
+  // Somebody waits for it with another key (as a waiter for several keys signs up).
+  ASSERT_EQ(cluster[0].command({"SADD", "redlock:res:others", "a-client"}), "1");
 
   Monitor monitor(cluster[0]);
   ASSERT_TRUE(a.release(held.lock));
-  std::vector<std::string> published;
-  for (const auto& line : monitor.drain()) {
-    auto args = monitor_args(line);
-    if (args.size() == 3 && args[0] == "PUBLISH" && args[1] == "redlock:res:released")
-      published.push_back(args[2]);
-  }
-  EXPECT_EQ(published, std::vector<std::string>{holder});
+  EXPECT_EQ(published(monitor, "redlock:res:released"), std::vector<std::string>{holder});
+}
+
+// A release that nobody waits for (no line, no waiter for several keys) tells nobody: the
+// common release costs a node no PUBLISH.
+TEST(Notices, AReleaseNobodyWaitsForIsNotAnnounced) {
+  RedisCluster cluster(3);
+  Client a(test::fast_config(cluster));
+  auto held = a.try_acquire("res", 10000ms);
+  ASSERT_TRUE(held) << held.message();
+  Monitor monitor(cluster[0]);
+  ASSERT_TRUE(a.release(held.lock));
+  auto lines = monitor.drain();
+  EXPECT_TRUE(std::any_of(lines.begin(), lines.end(), [](const std::string& l) {
+    return l.find("\"DEL\"") != std::string::npos;
+  })) << "the release did not run on the node";
+  EXPECT_TRUE(published(monitor, "redlock:res:released", lines).empty());
 }
 
 // Defect: a failed attempt's clean-up published a release notice that woke the same waiter,
