@@ -19,20 +19,24 @@
 -- Nobody waits for a key that has neither a line nor waiters for several keys: a release has
 -- nobody to tell. (A waiter whose line or SADD the node could not keep hears nothing, and asks
 -- again when the holder's lease runs out.) An error (an ACL without EXISTS) is nobody.
-local function nobody_waits(key)
-  local n = redis.pcall('EXISTS', key .. ':queue', key .. ':others')
-  return type(n) ~= 'number' or n == 0
-end
-
+--
 -- The common release, of one key by its holder with no waiter's ticket and nobody waiting, runs
--- GET, DEL and EXISTS and nothing else, before the rest is defined: every call and every step
--- in a script costs the server time that a plain command does not (docs/performance.md).
+-- GET, DEL and EXISTS (nobody_waits below, written out: a script makes its closures anew on
+-- every call) and nothing else: every call, closure and step in a script costs the server time
+-- that a plain command does not (docs/performance.md).
 local freed
 if #KEYS == 1 and ARGV[4] == nil and ARGV[1] ~= '-' then
   if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
   redis.call('DEL', KEYS[1])
-  if ARGV[2] == '0' or nobody_waits(KEYS[1]) then return 1 end
+  if ARGV[2] == '0' then return 1 end
+  local n = redis.pcall('EXISTS', KEYS[1] .. ':queue', KEYS[1] .. ':others')
+  if type(n) ~= 'number' or n == 0 then return 1 end
   freed = {KEYS[1]}  -- somebody waits: announce() below tells them
+end
+
+local function nobody_waits(key)
+  local n = redis.pcall('EXISTS', key .. ':queue', key .. ':others')
+  return type(n) ~= 'number' or n == 0
 end
 
 local name = ARGV[2]
