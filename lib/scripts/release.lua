@@ -1,14 +1,15 @@
 -- KEYS: resource keys; ARGV[1]: token; ARGV[2]: the releaser's name, to announce the release
--- under (a real release), or '0' not to announce it (the clean-up of a failed attempt, which
--- must never wake a waiter). Deletes only keys that hold the token; returns how many.
+-- under (a real release), or '0' not to announce the keys it deletes (the clean-up of a failed
+-- attempt, which must never wake a waiter; a waiter leaving the line, below, may still begin the
+-- next one's turn). Deletes only keys that hold the token; returns how many.
 -- The name is the one acquire.lua gives a holder (a digest of the token, never the token), so
 -- that a client counts one release once, not once per node; the client computes it, which saves
 -- each node a SHA-1 per release. When waiters stand in the key's queue (acquire.lua), it is the
 -- first one's turn for ARGV[3] ms: only its client is told, on its channel
 -- ("<name>|<ticket>|<key>"), and so are the clients of waiters for several keys
 -- ("<name>||<key>"). A turn that nobody hears (the client is gone) passes to the next in line.
--- With nobody in line the notice goes to the key's channel <key>:released, which every waiting
--- client hears.
+-- With nobody in line, the notice goes to the key's channel <key>:released, where the clients of
+-- waiters for several keys listen, when such waiters signed up (<key>:others).
 -- With ARGV[4], a waiter's ticket, and one key: ARGV[5] a place puts it (back) in line (a failed
 -- attempt's clean-up: where it was granted, it left the line), the queue kept ARGV[6] ms; ''
 -- takes it out (it stopped waiting: if it was first and the key is free, the next one's turn
@@ -17,26 +18,25 @@
 -- acquire.lua): nothing about the line can stop a release.
 
 -- Nobody waits for a key that has neither a line nor waiters for several keys: a release has
--- nobody to tell. (A waiter whose line or SADD the node could not keep hears nothing, and asks
--- again when the holder's lease runs out.) An error (an ACL without EXISTS) is nobody.
+-- nobody to tell. (A waiter that the node could not put in line or sign up hears nothing from
+-- it, and asks again when its fallback timer runs out: docs/guide-waiting.md.) An error (an ACL
+-- without EXISTS) counts as somebody: the release is announced, on the key's channel.
 --
 -- The common release, of one key by its holder with no waiter's ticket and nobody waiting, runs
 -- GET, DEL and EXISTS (nobody_waits below, written out: a script makes its closures anew on
 -- every call) and nothing else: every call, closure and step in a script costs the server time
 -- that a plain command does not (docs/performance.md).
-local freed
+local freed, checked
 if #KEYS == 1 and ARGV[4] == nil and ARGV[1] ~= '-' then
   if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
   redis.call('DEL', KEYS[1])
-  if ARGV[2] == '0' then return 1 end
-  local n = redis.pcall('EXISTS', KEYS[1] .. ':queue', KEYS[1] .. ':others')
-  if type(n) ~= 'number' or n == 0 then return 1 end
-  freed = {KEYS[1]}  -- somebody waits: announce() below tells them
+  if ARGV[2] == nil or ARGV[2] == '0' then return 1 end
+  if redis.pcall('EXISTS', KEYS[1] .. ':queue', KEYS[1] .. ':others') == 0 then return 1 end
+  freed, checked = {KEYS[1]}, true  -- somebody waits: announce() below tells them
 end
 
 local function nobody_waits(key)
-  local n = redis.pcall('EXISTS', key .. ':queue', key .. ':others')
-  return type(n) ~= 'number' or n == 0
+  return redis.pcall('EXISTS', key .. ':queue', key .. ':others') == 0
 end
 
 local name = ARGV[2]
@@ -47,12 +47,14 @@ local function try(...)
   return r
 end
 
-local function announce(key)
-  if nobody_waits(key) then return end
+-- `checked`: nobody_waits(key) was asked already.
+local function announce(key, checked)
+  if not checked and nobody_waits(key) then return end
   local q = key .. ':queue'
   local length = tonumber(ARGV[3] or '')
-  -- An error (a key of another type, an ACL without EXISTS) is no line.
-  local time = length and redis.pcall('EXISTS', q) == 1 and try('TIME')
+  -- The line's first (ZRANGE below): none, or an error (a key of another type, an ACL without
+  -- ZRANGE), is no line.
+  local time = length and try('TIME')
   if time then
     local turns = key .. ':turns'
     local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
@@ -95,8 +97,8 @@ if not freed then
     end
   end
 end
-if ARGV[2] ~= '0' then
-  for _, key in ipairs(freed) do announce(key) end
+if ARGV[2] and ARGV[2] ~= '0' then
+  for _, key in ipairs(freed) do announce(key, checked) end
 end
 
 local ticket = ARGV[4] or ''
@@ -113,7 +115,7 @@ if ticket ~= '' and #KEYS == 1 then
     try('HDEL', KEYS[1] .. ':turns', ticket)
     if first and first[1] == ticket and try('EXISTS', KEYS[1]) == 0 and try('EXISTS', q) == 1 then
       name = string.sub(redis.sha1hex(ticket), 1, 16)
-      announce(KEYS[1])
+      announce(KEYS[1], true)
     end
   end
 end

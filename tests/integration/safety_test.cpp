@@ -360,6 +360,23 @@ TEST(Notices, AReleaseNobodyWaitsForIsNotAnnounced) {
   EXPECT_TRUE(published(monitor, "redlock:res:released", lines).empty());
 }
 
+// A node whose ACL denies EXISTS cannot tell whether anybody waits: the release still deletes
+// the key there, and counts as somebody waiting (the notice goes out on the key's channel).
+TEST(Notices, AReleaseOnANodeThatDeniesExistsStillDeletesAndAnnounces) {
+  RedisCluster cluster(3);
+  Client a(test::fast_config(cluster));
+  auto held = a.try_acquire("res", 10000ms);
+  ASSERT_TRUE(held) << held.message();
+  ASSERT_EQ(cluster[0].command({"ACL", "SETUSER", "default", "-exists"}), "OK");
+  Monitor monitor(cluster[0]);
+  auto released = a.release(held.lock);
+  ASSERT_TRUE(released) << released.message();
+  auto names = published(monitor, "redlock:res:released");
+  EXPECT_EQ(cluster[0].command({"TYPE", "redlock:res"}), "none");  // EXISTS is denied
+  ASSERT_EQ(names.size(), 1u);
+  EXPECT_EQ(names[0].size(), 16u);
+}
+
 // Defect: a failed attempt's clean-up published a release notice that woke the same waiter,
 // which then spun (thousands of attempts a second).
 TEST(Safety, AWaiterIsNotWokenByItsOwnCleanUp) {
