@@ -52,6 +52,14 @@ bool line_is(RedisCluster& cluster, std::size_t nodes, const std::string& key,
   return true;
 }
 
+// Every node has a client listening for turns (a waiter's client subscribes as it begins to
+// wait; a turn published before its subscription is confirmed is heard by nobody, and passes).
+bool turns_heard_everywhere(RedisCluster& cluster, std::size_t nodes) {
+  for (std::size_t i = 0; i < nodes; ++i)
+    if (cluster[i].command({"PUBSUB", "CHANNELS", "redlock:turn:*"}).empty()) return false;
+  return true;
+}
+
 // Once every waiter is served, nothing of the line (nor any lock) is left on any node.
 void expect_nothing_left(RedisCluster& cluster, std::size_t nodes) {
   for (std::size_t i = 0; i < nodes; ++i)
@@ -129,6 +137,7 @@ TEST(Queue, AReleaserThatAsksAgainAtOnceDoesNotJumpTheLine) {
     });
     ASSERT_TRUE(test::eventually([&] { return line_is(cluster, kNodes, "k", "1"); }, 5s))
         << "round " << round << lines(cluster, kNodes, "k");
+    ASSERT_TRUE(test::eventually([&] { return turns_heard_everywhere(cluster, kNodes); }, 5s));
     ASSERT_TRUE(a.release(held.lock));
     auto again = a.acquire("k", 30000ms, 20000ms);
     ASSERT_TRUE(again) << again.message();
