@@ -47,9 +47,9 @@ local function try(...)
   return r
 end
 
--- `checked`: nobody_waits(key) was asked already.
-local function announce(key, checked)
-  if not checked and nobody_waits(key) then return end
+-- `asked`: nobody_waits(key) was asked already, and said no.
+local function announce(key, asked)
+  if not asked and nobody_waits(key) then return end
   local q = key .. ':queue'
   local length = tonumber(ARGV[3] or '')
   -- The line's first (ZRANGE below): none, or an error (a key of another type, an ACL without
