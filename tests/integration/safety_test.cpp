@@ -377,6 +377,25 @@ TEST(Notices, AReleaseOnANodeThatDeniesExistsStillDeletesAndAnnounces) {
   EXPECT_EQ(names[0].size(), 16u);
 }
 
+// A failed attempt's clean-up is no release: it tells nobody, even on a node where somebody
+// waits for the key (here a waiter for several keys of another client, signed up on node 2).
+TEST(Notices, ACleanUpTellsNobodyEvenWhereSomebodyWaits) {
+  RedisCluster cluster(3);
+  cluster[0].command({"SET", "redlock:x", "crashed-contender-1", "PX", "30000"});
+  cluster[1].command({"SET", "redlock:x", "crashed-contender-2", "PX", "30000"});
+  ASSERT_EQ(cluster[2].command({"SADD", "redlock:x:others", "a-client"}), "1");
+  Client a(test::fast_config(cluster));
+  ASSERT_TRUE(eventually([&] { return a.status()[2].up; }));
+  Monitor monitor(cluster[2]);
+  auto r = a.try_acquire("x", 10000ms);  // node 2 says yes, nodes 0 and 1 no
+  EXPECT_EQ(r.error, Errc::not_acquired) << r.message();
+  auto lines = monitor.drain();
+  EXPECT_TRUE(std::any_of(lines.begin(), lines.end(), [](const std::string& l) {
+    return l.find("\"DEL\" \"redlock:x\"") != std::string::npos;
+  })) << "the clean-up did not run on node 2";
+  for (const auto& l : lines) EXPECT_EQ(l.find("\"PUBLISH\""), std::string::npos) << l;
+}
+
 // Defect: a failed attempt's clean-up published a release notice that woke the same waiter,
 // which then spun (thousands of attempts a second).
 TEST(Safety, AWaiterIsNotWokenByItsOwnCleanUp) {
