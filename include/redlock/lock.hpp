@@ -24,7 +24,7 @@ using Clock = std::chrono::steady_clock;
 /// also be rebuilt from a resource and a token (as the CLI does).
 struct REDLOCK_API Lock {
   std::vector<std::string> resources;  ///< One or more resource names, without the key prefix.
-  std::string token;                   ///< 32 hex digits, unique to this grant.
+  std::string token;                   ///< 32 hex digits and a `.`, unique to this grant.
   Clock::time_point valid_until{};     ///< End of the validity window (drift already subtracted).
   Milliseconds ttl{0};                 ///< The lease the lock was last acquired or extended with.
   /// With AcquireRequest::fencing: a number greater than the fencing token of every earlier

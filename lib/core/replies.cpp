@@ -5,6 +5,7 @@
 
 #include "quorum.hpp"
 #include "redlock/errors.hpp"
+#include "token.hpp"
 
 namespace redlock::detail {
 namespace {
@@ -42,7 +43,8 @@ void quick_acquire_vote(const redisReply* r, NodeVote& vote) {
   }
   if (r->type != REDIS_REPLY_STRING) return;
   vote.vote = Vote::no;
-  vote.holder = token_digest(std::string_view(r->str, r->len));
+  // The holder's value: its token, its last character changed where somebody waits (token.hpp).
+  vote.holder = token_digest(token_of_value(std::string_view(r->str, r->len)));
 }
 
 void fence_vote(const redisReply* r, NodeVote& vote) {

@@ -28,12 +28,19 @@ std::error_code new_token(std::string& out) {
   unsigned char bytes[16];
   if (auto ec = fill_random(bytes, sizeof bytes)) return ec;
   static const char digits[] = "0123456789abcdef";
-  out.resize(32);
+  out.resize(33);
   for (std::size_t i = 0; i < sizeof bytes; ++i) {
     out[2 * i] = digits[bytes[i] >> 4];
     out[2 * i + 1] = digits[bytes[i] & 0xf];
   }
+  out[32] = kNobodyWaits;
   return {};
+}
+
+std::string token_of_value(std::string_view value) {
+  std::string token(value);
+  if (!token.empty() && token.back() == kWaitedFor) token.back() = kNobodyWaits;
+  return token;
 }
 
 std::uint64_t random_seed() noexcept {

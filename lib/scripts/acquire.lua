@@ -14,15 +14,15 @@
 -- long that turn lasts and a name for it.
 -- A refused waiter for one key stands in the key's queue (<key>:queue, by place); a refused
 -- waiter for several keys asks to hear of their releases (<key>:others, by channel).
+-- A holder's token of this version ends in '.' (lib/core/token.hpp); a waiter that stands in line
+-- or signs up here turns it into '!' (SETRANGE keeps the ttl), and so does a grant that leaves
+-- others waiting: the holder's release then knows from the value it reads that it has somebody to
+-- tell (release.lua). A name is always that of the token with '.'.
 -- The line is a courtesy, the lock is not: every command on the line's keys is a pcall, and a
 -- line that cannot be kept (a key of another type there, a command the ACL denies, no memory)
 -- is a line that is not there. The lock's own commands (GET, PTTL, SET, INCR) are calls.
 local ticket = ARGV[4] or ''
 local lined = ARGV[7] ~= nil and ticket ~= ''
-
-local function name(text)
-  return string.sub(redis.sha1hex(text), 1, 16)
-end
 
 local function try(...)
   local r = redis.pcall(...)
@@ -30,33 +30,52 @@ local function try(...)
   return r
 end
 
+local function name(text)
+  return string.sub(redis.sha1hex(text), 1, 16)
+end
+
+local function holder_name(value)
+  if string.byte(value, -1) == 33 then value = string.sub(value, 1, -2) .. '.' end
+  return name(value)
+end
+
+-- Where somebody waits for a key that a token of this version holds, mark it (see above).
+local function mark(key, value)
+  if string.byte(value, -1) == 46 then try('SETRANGE', key, #value - 1, '!') end
+end
+
 local function keep(key, ms)
   local left = try('PTTL', key)
   if left and left < tonumber(ms) then try('PEXPIRE', key, ms) end
 end
 
+-- True when it now stands in line (one key) or signed up for a key (several).
 local function stand_in_line()
-  if not lined then return end
+  if not lined then return false end
   if #KEYS == 1 then
     local q = KEYS[1] .. ':queue'
-    if try('ZADD', q, ARGV[5], ticket) then
-      -- Asking again shows it is alive: a turn it had is over, the next one is new.
-      try('HDEL', KEYS[1] .. ':turns', ticket)
-      keep(q, ARGV[6])
-    end
-  else
-    local channel = string.match(ticket, '^(.*)#')
-    for _, key in ipairs(KEYS) do
-      if channel and try('SADD', key .. ':others', channel) then keep(key .. ':others', ARGV[6]) end
+    if not try('ZADD', q, ARGV[5], ticket) then return false end
+    -- Asking again shows it is alive: a turn it had is over, the next one is new.
+    try('HDEL', KEYS[1] .. ':turns', ticket)
+    keep(q, ARGV[6])
+    return true
+  end
+  local channel = string.match(ticket, '^(.*)#')
+  local signed = false
+  for _, key in ipairs(KEYS) do
+    if channel and try('SADD', key .. ':others', channel) then
+      keep(key .. ':others', ARGV[6])
+      signed = true
     end
   end
+  return signed
 end
 
 for _, key in ipairs(KEYS) do
   local holder = redis.call('GET', key)
   if holder then
-    stand_in_line()
-    return {0, redis.call('PTTL', key), name(holder)}
+    if stand_in_line() then mark(key, holder) end
+    return {0, redis.call('PTTL', key), holder_name(holder)}
   end
 end
 
@@ -123,6 +142,13 @@ if #missed > 0 or (lined and #KEYS == 1) then
   for _, m in ipairs(missed) do
     try('ZREM', q, m)
     try('HDEL', turns, m)
+  end
+end
+-- A waiter's grant (the others of its line did not go away) leaves the new holder marked where
+-- others still wait. A grant that does not wait leaves it to the next refused waiter.
+if ARGV[7] ~= nil then
+  for _, key in ipairs(KEYS) do
+    if try('EXISTS', key .. ':queue', key .. ':others') ~= 0 then mark(key, ARGV[1]) end
   end
 end
 return {1, fence}

@@ -5,8 +5,11 @@
 -- Why: a later grant's quorum meets the quorum that ran this in some node; there, the later
 -- grant's SET could only succeed after our key was gone, so after this ran, and its INCR returns
 -- more than our fencing token. Counters compare as Lua numbers: exact up to 2^53.
+-- The token, or the token marked where somebody waits (acquire.lua, lib/core/token.hpp).
+local marked = string.byte(ARGV[1], -1) == 46 and string.sub(ARGV[1], 1, -2) .. '!'
 for _, key in ipairs(KEYS) do
-  if redis.call('GET', key) ~= ARGV[1] then
+  local value = redis.call('GET', key)
+  if not value or (value ~= ARGV[1] and value ~= marked) then
     return 0
   end
 end

@@ -17,27 +17,40 @@
 -- Every key is deleted before anything is announced, and the line's commands are pcalls (see
 -- acquire.lua): nothing about the line can stop a release.
 
--- Nobody waits for a key that has neither a line nor waiters for several keys: a release has
--- nobody to tell. (A waiter that the node could not put in line or sign up hears nothing from
--- it, and asks again when its fallback timer runs out: docs/guide-waiting.md.) An error (an ACL
--- without EXISTS) counts as somebody: the release is announced, on the key's channel.
+-- Who waits: a token of this version ends in '.' until a waiter stands in the key's line or signs
+-- up for it here; acquire.lua then turns it into '!' (lib/core/token.hpp). So a key that still
+-- holds the token as given has nobody to tell, and a key that holds it marked has somebody (or
+-- had: waiters that gave up leave the mark, and the release is announced to nobody). A token
+-- that ends otherwise (an older client's) is asked about: a key with neither a line nor waiters
+-- for several keys has nobody waiting, and an error (an ACL without EXISTS) counts as somebody,
+-- announced on the key's channel. (A waiter that the node could not put in line, sign up or mark
+-- hears nothing from it, and asks again when its fallback timer runs out:
+-- docs/guide-waiting.md.) Both forms of the token are the holder's, here and in every script.
 --
 -- The common release, of one key by its holder with no waiter's ticket and nobody waiting, runs
--- GET, DEL and EXISTS (nobody_waits below, written out: a script makes its closures anew on
--- every call) and nothing else: every call, closure and step in a script costs the server time
--- that a plain command does not (docs/performance.md).
+-- GET and DEL and nothing else, before anything else is defined: every call, closure and step
+-- in a script costs the server time that a plain command does not (docs/performance.md).
 local freed, checked
 if #KEYS == 1 and ARGV[4] == nil and ARGV[1] ~= '-' then
-  if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-  redis.call('DEL', KEYS[1])
-  if ARGV[2] == nil or ARGV[2] == '0' then return 1 end
-  if redis.pcall('EXISTS', KEYS[1] .. ':queue', KEYS[1] .. ':others') == 0 then return 1 end
+  local value = redis.call('GET', KEYS[1])
+  if value == ARGV[1] then
+    redis.call('DEL', KEYS[1])
+    if ARGV[2] == nil or ARGV[2] == '0' or string.byte(value, -1) == 46 then return 1 end
+    if redis.pcall('EXISTS', KEYS[1] .. ':queue', KEYS[1] .. ':others') == 0 then return 1 end
+  elseif value and string.byte(ARGV[1], -1) == 46 and value == string.sub(ARGV[1], 1, -2) .. '!' then
+    redis.call('DEL', KEYS[1])
+    if ARGV[2] == nil or ARGV[2] == '0' then return 1 end
+  else
+    return 0
+  end
   freed, checked = {KEYS[1]}, true  -- somebody waits: announce() below tells them
 end
 
 local function nobody_waits(key)
   return redis.pcall('EXISTS', key .. ':queue', key .. ':others') == 0
 end
+
+local marked = string.byte(ARGV[1], -1) == 46 and string.sub(ARGV[1], 1, -2) .. '!'
 
 local name = ARGV[2]
 
@@ -91,7 +104,8 @@ end
 if not freed then
   freed = {}
   for _, key in ipairs(ARGV[1] ~= '-' and KEYS or {}) do
-    if redis.call('GET', key) == ARGV[1] then
+    local value = redis.call('GET', key)
+    if value and (value == ARGV[1] or value == marked) then
       redis.call('DEL', key)
       table.insert(freed, key)
     end

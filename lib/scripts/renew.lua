@@ -6,6 +6,11 @@
 --    0  some key does not hold the token (then no key of that lock was touched);
 --   -1  some key holds a value of another type (likewise untouched).
 -- One lock's bad key never fails the others in the same batch.
+-- A token of this version marked where somebody waits (acquire.lua, lib/core/token.hpp).
+local function marked(value, token)
+  return value and string.byte(token, -1) == 46 and value == string.sub(token, 1, -2) .. '!'
+end
+
 local result, k = {}, 1
 for i = 1, #ARGV, 3 do
   local token, ttl, n = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
@@ -15,7 +20,7 @@ for i = 1, #ARGV, 3 do
     if type(value) == 'table' and value.err then
       state = -1
       break
-    elseif value ~= token then
+    elseif value ~= token and not marked(value, token) then
       state = 0
       break
     end

@@ -26,7 +26,7 @@ ProcessResult cli(std::vector<std::string> args, std::vector<std::string> env = 
 }
 
 bool is_token_line(const std::string& out) {
-  return std::regex_match(out, std::regex("[0-9a-f]{32}\n"));
+  return std::regex_match(out, std::regex("[0-9a-f]{32}[.]\n"));
 }
 
 // A fresh directory for the files a test's command writes; removed with everything in it.
@@ -258,7 +258,7 @@ TEST_F(Cli, AcquireExtendReleaseRoundTrip) {
   auto a = cli({"--nodes", nodes, "--ttl", "5000", "acquire", "job"});
   ASSERT_EQ(a.exit_code, 0) << a.err;
   ASSERT_TRUE(is_token_line(a.out)) << "stdout is the token alone: '" << a.out << "'";
-  std::string token = a.out.substr(0, 32);
+  std::string token = a.out.substr(0, 33);
   EXPECT_NE(a.err.find("votes"), std::string::npos) << a.err;
   EXPECT_TRUE(eventually([&] { return cluster.count_holding("redlock:job", token) == 3; }));
 
@@ -286,7 +286,7 @@ TEST_F(Cli, GlobalOptionsAfterTheVerbAndFromTheEnvironment) {
   auto a = cli({"acquire", "k1", "--ttl", "5000", "--prefix", "app:", "--nodes", nodes});
   ASSERT_EQ(a.exit_code, 0) << a.err;
   EXPECT_TRUE(
-      eventually([&] { return cluster.count_holding("app:k1", a.out.substr(0, 32)) == 3; }));
+      eventually([&] { return cluster.count_holding("app:k1", a.out.substr(0, 33)) == 3; }));
   auto e = cli({"acquire", "k2"}, {"REDLOCK_NODES=" + nodes});
   EXPECT_EQ(e.exit_code, 0) << e.err;
   EXPECT_TRUE(is_token_line(e.out));
@@ -357,7 +357,8 @@ TEST_F(Cli, RunGivesTheCommandTheLockAndItsExitStatus) {
   auto r = cli({"--nodes", nodes, "--ttl", "2000", "run", "job", "--", "sh", "-c", script});
   EXPECT_EQ(r.exit_code, 7) << r.err;
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(r.out, m, std::regex("^([0-9a-f]{32}) job redlock:job ([0-9]+)\n")))
+  ASSERT_TRUE(
+      std::regex_search(r.out, m, std::regex("^([0-9a-f]{32}[.]) job redlock:job ([0-9]+)\n")))
       << r.out;
   std::string token = m[1];
   std::size_t holding = 0;
@@ -383,10 +384,10 @@ TEST_F(Cli, RunAndAcquireHandOutFencingTokensThatGrow) {
   auto a = cli({"--nodes", nodes, "acquire", "fenced", "--fencing"});
   ASSERT_EQ(a.exit_code, 0) << a.err;
   std::smatch m;
-  ASSERT_TRUE(std::regex_match(a.out, m, std::regex("([0-9a-f]{32}) ([0-9]+)\n"))) << a.out;
+  ASSERT_TRUE(std::regex_match(a.out, m, std::regex("([0-9a-f]{32}[.]) ([0-9]+)\n"))) << a.out;
   EXPECT_GT(std::stoull(m[2]), last);
   auto plain = cli({"--nodes", nodes, "acquire", "other"});
-  EXPECT_TRUE(std::regex_match(plain.out, std::regex("[0-9a-f]{32}\n"))) << plain.out;
+  EXPECT_TRUE(std::regex_match(plain.out, std::regex("[0-9a-f]{32}[.]\n"))) << plain.out;
 }
 
 TEST_F(Cli, RunWhenTheLockIsTakenExitsOneOrTheConflictCode) {
@@ -439,7 +440,7 @@ TEST_F(Cli, RunDoesNotHandTheNodeListToTheCommand) {
                 "echo \"nodes=[${REDLOCK_NODES-unset}] token=[$REDLOCK_TOKEN]\"; env"},
                {"REDLOCK_NODES=" + secured.node_list(":s3cret-pw")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(std::regex_search(r.out, std::regex("nodes=\\[unset\\] token=\\[[0-9a-f]{32}\\]")))
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("nodes=\\[unset\\] token=\\[[0-9a-f]{32}[.]\\]")))
       << r.out;
   EXPECT_EQ(r.out.find("s3cret-pw"), std::string::npos) << "the password reached the command";
 
@@ -525,7 +526,7 @@ TEST_F(Cli, RunWaitingForTheLockEndsOnSigtermAndSigint) {
     EXPECT_EQ(r.exit_code, 1) << "waited until --wait ran out: " << r.err;
     EXPECT_FALSE(std::filesystem::exists(dir / "ran"));
   }
-  EXPECT_EQ(cluster.count_holding("redlock:queue", held.out.substr(0, 32)), 3u)
+  EXPECT_EQ(cluster.count_holding("redlock:queue", held.out.substr(0, 33)), 3u)
       << "the other holder's lock is untouched";
 }
 
@@ -669,7 +670,7 @@ TEST_F(Cli, BinaryAndHugeKeysRoundTrip) {
     auto a = cli({"--nodes", nodes, "-q", "acquire", key});
     ASSERT_EQ(a.exit_code, 0) << a.err.substr(0, 300);
     ASSERT_TRUE(is_token_line(a.out)) << a.out;
-    std::string token = a.out.substr(0, 32);
+    std::string token = a.out.substr(0, 33);
     EXPECT_TRUE(eventually([&] { return cluster.count_holding("redlock:" + key, token) == 3; }));
     auto r = cli({"--nodes", nodes, "-q", "release", key, token});
     EXPECT_EQ(r.exit_code, 0) << r.err.substr(0, 300);
@@ -682,7 +683,7 @@ TEST_F(Cli, BinaryAndHugeKeysRoundTrip) {
 TEST_F(Cli, MalformedTokensExitOneAndLeaveTheHolder) {
   auto a = cli({"--nodes", nodes, "-q", "--ttl", "5000", "acquire", "m"});
   ASSERT_EQ(a.exit_code, 0) << a.err;
-  std::string token = a.out.substr(0, 32);
+  std::string token = a.out.substr(0, 33);
   std::string upper = token;
   for (auto& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   auto empty = cli({"--nodes", nodes, "release", "m", ""});

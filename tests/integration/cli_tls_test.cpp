@@ -15,7 +15,7 @@ ProcessResult cli(std::vector<std::string> args, std::vector<std::string> env = 
 }
 
 bool is_token_line(const std::string& out) {
-  return std::regex_match(out, std::regex("[0-9a-f]{32}\n"));
+  return std::regex_match(out, std::regex("[0-9a-f]{32}[.]\n"));
 }
 
 class CliTls : public ::testing::Test {
@@ -39,7 +39,7 @@ TEST_F(CliTls, TlsFlagAndCacertAcquireAndRelease) {
   auto r = cli({"--nodes", nodes, "--tls", "--cacert", files_->ca_cert, "acquire", "cli-tls"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ASSERT_TRUE(is_token_line(r.out)) << r.out;
-  std::string token = r.out.substr(0, 32);
+  std::string token = r.out.substr(0, 33);
   EXPECT_TRUE(eventually([&] { return cluster.count_holding("redlock:cli-tls", token) == 3u; }));
   auto rel =
       cli({"--nodes", nodes, "--tls", "--cacert", files_->ca_cert, "release", "cli-tls", token});

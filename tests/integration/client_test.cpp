@@ -31,7 +31,7 @@ TEST_F(FiveNodes, AcquirePutsOurTokenOnAQuorumAndReleaseRemovesIt) {
   Client client(config_for(cluster));
   auto r = client.try_acquire("orders", 5000ms);
   ASSERT_TRUE(r) << r.message();
-  EXPECT_EQ(r.lock.token.size(), 32u);
+  EXPECT_EQ(r.lock.token.size(), 33u);
   EXPECT_GE(r.votes.yes(), 3u);
   EXPECT_EQ(r.votes.quorum, 3u);
   EXPECT_TRUE(r.lock.valid());

@@ -148,6 +148,42 @@ TEST(Queue, AReleaserThatAsksAgainAtOnceDoesNotJumpTheLine) {
   }
 }
 
+// A waiter that stands in line marks the holder's token on every node: its last character, '.',
+// becomes '!' (lib/core/token.hpp), and the key's ttl stays as it was. That mark is what tells the
+// holder's release to announce itself, so the waiter, whose fallback never comes within the test,
+// is woken by the release. The holder still extends the marked lock (an extend keeps the mark).
+TEST(Queue, AWaiterMarksTheHoldersTokenWhichTheHolderStillExtendsAndReleases) {
+  constexpr std::size_t kNodes = 3;
+  RedisCluster cluster(kNodes);
+  Client a(test::fast_config(cluster)), b(notices_only(cluster));
+  auto held = a.try_acquire("k", 10000ms);
+  ASSERT_TRUE(held) << held.message();
+  ASSERT_EQ(held.lock.token.back(), '.');
+  std::string marked = held.lock.token;
+  marked.back() = '!';
+  auto waiting = std::async(std::launch::async, [&] { return b.acquire("k", 10000ms, 5000ms); });
+  for (std::size_t i = 0; i < kNodes; ++i) {
+    EXPECT_TRUE(test::eventually([&] {
+      return cluster[i].command({"GET", "redlock:k"}) == marked;
+    })) << "node "
+        << i << ": " << cluster[i].command({"GET", "redlock:k"});
+    auto left = std::stoll(cluster[i].command({"PTTL", "redlock:k"}));
+    EXPECT_GT(left, 0) << "node " << i << ": the mark took the key's ttl";
+    EXPECT_LE(left, 10000) << "node " << i;
+  }
+  auto extended = a.extend(held.lock, 20000ms);
+  ASSERT_TRUE(extended) << extended.message();
+  for (std::size_t i = 0; i < kNodes; ++i) {
+    EXPECT_GT(std::stoll(cluster[i].command({"PTTL", "redlock:k"})), 10000) << "node " << i;
+    EXPECT_EQ(cluster[i].command({"GET", "redlock:k"}), marked) << "node " << i;
+  }
+  ASSERT_TRUE(a.release(held.lock));
+  auto got = waiting.get();
+  ASSERT_TRUE(got) << got.message();
+  EXPECT_TRUE(b.release(got.lock));
+  expect_nothing_left(cluster, kNodes);
+}
+
 // A waiter whose client went away without a word (a crashed process) is first in line on every
 // node. Its turn is heard by nobody (no client listens on its channel): it loses its place at
 // once and the key goes to the next, here a new waiter (at its first attempt).

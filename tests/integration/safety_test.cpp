@@ -320,32 +320,46 @@ TEST(Safety, OneBadKeyDoesNotPoisonTheOtherHeldLocks) {
                                   << " lost: " << locks[i].lost_flag().reason().message();
 }
 
-// A release notice names the releaser as acquire.lua names a holder: a waiter that was refused
-// by that holder knows its key is free (the name is the client's digest of its token, which
-// the release script no longer computes).
+// A release notice names the releaser as acquire.lua names a holder, also once a waiter has
+// marked the holder's token (lib/core/token.hpp): a waiter that was refused by that holder knows
+// its key is free (the name is the client's digest of its token, which the release script no
+// longer computes). Here the waiter in line (b) hears the release as the start of its turn.
 TEST(Notices, AReleaseIsAnnouncedUnderTheNameTheAcquireScriptGivesItsHolder) {
   RedisCluster cluster(3);
-  Client a(test::fast_config(cluster)), b(test::fast_config(cluster));
+  auto patient = test::fast_config(cluster);
+  patient.retry_delay = 20000ms;  // only a notice wakes b within the test
+  Client a(test::fast_config(cluster)), b(patient), c(test::fast_config(cluster));
   auto held = a.try_acquire("res", 10000ms);
   ASSERT_TRUE(held) << held.message();
+  auto waiting = std::async(std::launch::async, [&] { return b.acquire("res", 10000ms, 5000ms); });
+  ASSERT_TRUE(eventually([&] {
+    auto value = cluster[0].command({"GET", "redlock:res"});
+    return !value.empty() && value.back() == '!';
+  })) << "b did not mark the holder's token";
   AcquireRequest scripted({"res"}, 10000ms, 0ms);
   scripted.fencing = true;  // the script names the holder in its refusal
-  auto refused = b.acquire(scripted);
+  auto refused = c.acquire(scripted);
   ASSERT_EQ(refused.error, Errc::not_acquired) << refused.message();
   std::string holder;
   for (const auto& v : refused.votes.nodes)
     if (v.vote == Vote::no && !v.holder.empty()) holder = v.holder;
   ASSERT_EQ(holder.size(), 16u);
-  // Somebody waits for it with another key (as a waiter for several keys signs up).
-  ASSERT_EQ(cluster[0].command({"SADD", "redlock:res:others", "a-client"}), "1");
 
   Monitor monitor(cluster[0]);
   ASSERT_TRUE(a.release(held.lock));
-  EXPECT_EQ(published(monitor, "redlock:res:released"), std::vector<std::string>{holder});
+  auto got = waiting.get();
+  ASSERT_TRUE(got) << got.message();
+  std::vector<std::string> names;
+  for (const auto& line : monitor.drain()) {
+    auto args = monitor_args(line);
+    if (args.size() == 3 && args[0] == "PUBLISH") names.push_back(args[2].substr(0, 16));
+  }
+  EXPECT_EQ(names, std::vector<std::string>{holder});
+  EXPECT_TRUE(b.release(got.lock));
 }
 
-// A release that nobody waits for (no line, no waiter for several keys) tells nobody: the
-// common release costs a node no PUBLISH.
+// A release that nobody waits for (its token unmarked: no line, no waiter for several keys)
+// tells nobody, and asks nothing: the common release costs a node a GET and a DEL.
 TEST(Notices, AReleaseNobodyWaitsForIsNotAnnounced) {
   RedisCluster cluster(3);
   Client a(test::fast_config(cluster));
@@ -358,23 +372,88 @@ TEST(Notices, AReleaseNobodyWaitsForIsNotAnnounced) {
     return l.find("\"DEL\"") != std::string::npos;
   })) << "the release did not run on the node";
   EXPECT_TRUE(published(monitor, "redlock:res:released", lines).empty());
+  for (const auto& l : lines) EXPECT_EQ(l.find("\"EXISTS\""), std::string::npos) << l;
 }
 
-// A node whose ACL denies EXISTS cannot tell whether anybody waits: the release still deletes
-// the key there, and counts as somebody waiting (the notice goes out on the key's channel).
-TEST(Notices, AReleaseOnANodeThatDeniesExistsStillDeletesAndAnnounces) {
+// A token of an older client (32 hex digits, which nobody marks) tells nothing about waiters:
+// releasing it (here as the CLI would, from the token) asks the line. A node where nobody waits
+// stays silent; a node whose ACL denies EXISTS cannot tell, still deletes the key, and counts
+// as somebody waiting (the notice goes out on the key's channel).
+TEST(Notices, AReleaseOfAnOlderClientsTokenAsksWhoWaitsAndADenialCountsAsSomebody) {
   RedisCluster cluster(3);
-  Client a(test::fast_config(cluster));
-  auto held = a.try_acquire("res", 10000ms);
-  ASSERT_TRUE(held) << held.message();
+  const std::string token = "0123456789abcdef0123456789abcdef";
+  for (std::size_t i = 0; i < cluster.size(); ++i)
+    ASSERT_EQ(cluster[i].command({"SET", "redlock:res", token, "PX", "10000"}), "OK");
   ASSERT_EQ(cluster[0].command({"ACL", "SETUSER", "default", "-exists"}), "OK");
-  Monitor monitor(cluster[0]);
-  auto released = a.release(held.lock);
+  Client a(test::fast_config(cluster));
+  Monitor denied(cluster[0]), quiet(cluster[1]);
+  auto released = a.release(Lock("res", token));
   ASSERT_TRUE(released) << released.message();
-  auto names = published(monitor, "redlock:res:released");
-  EXPECT_EQ(cluster[0].command({"TYPE", "redlock:res"}), "none");  // EXISTS is denied
+  EXPECT_EQ(cluster.count_existing("redlock:res"), 0u);
+  auto names = published(denied, "redlock:res:released");
   ASSERT_EQ(names.size(), 1u);
   EXPECT_EQ(names[0].size(), 16u);
+  auto lines = quiet.drain();
+  EXPECT_TRUE(std::any_of(lines.begin(), lines.end(), [](const std::string& l) {
+    return l.find("\"EXISTS\"") != std::string::npos;
+  })) << "the release did not ask who waits";
+  EXPECT_TRUE(published(quiet, "redlock:res:released", lines).empty());
+}
+
+// A waiter's mark (the holder's token with its last character changed, lib/core/token.hpp)
+// makes the key no easier to take: a release or an extend under any other token, marked-looking
+// or not, leaves the holder's lock, its mark and its ttl as they were.
+TEST(Safety, AMarkedLockIsReleasedAndExtendedOnlyByItsHolder) {
+  RedisCluster cluster(3);
+  auto patient = test::fast_config(cluster);
+  patient.retry_delay = 20000ms;
+  Client a(test::fast_config(cluster)), b(patient), c(test::fast_config(cluster));
+  auto held = a.try_acquire("res", 10000ms);
+  ASSERT_TRUE(held) << held.message();
+  std::string marked = held.lock.token;
+  marked.back() = '!';
+  auto waiting = std::async(std::launch::async, [&] { return b.acquire("res", 10000ms, 5000ms); });
+  ASSERT_TRUE(eventually([&] { return cluster.count_existing("redlock:res") == 3u; }));
+  for (std::size_t i = 0; i < cluster.size(); ++i)
+    ASSERT_TRUE(eventually([&] {
+      return cluster[i].command({"GET", "redlock:res"}) == marked;
+    })) << "node "
+        << i;
+  std::string other = "fedcba9876543210fedcba9876543210.";
+  for (const std::string& t : {other, std::string("fedcba9876543210fedcba9876543210!"),
+                               held.lock.token.substr(0, 32), held.lock.token.substr(1)}) {
+    Lock theirs("res", t);
+    auto rel = c.release(theirs);
+    EXPECT_EQ(rel.released, 0u) << t;
+    auto ext = c.extend(theirs, 60000ms);
+    EXPECT_FALSE(ext) << t;
+  }
+  for (std::size_t i = 0; i < cluster.size(); ++i) {
+    EXPECT_EQ(cluster[i].command({"GET", "redlock:res"}), marked) << "node " << i;
+    EXPECT_LE(std::stoll(cluster[i].command({"PTTL", "redlock:res"})), 10000) << "node " << i;
+  }
+  ASSERT_TRUE(a.release(held.lock));
+  auto got = waiting.get();
+  ASSERT_TRUE(got) << got.message();
+  EXPECT_TRUE(b.release(got.lock));
+}
+
+// The fencing write-back (fence.lua) takes the holder's token marked by a waiter as its own,
+// and no other token, marked-looking or not.
+TEST(Safety, TheFenceWriteBackTakesAMarkedTokenOnlyAsItsHoldersOwn) {
+  RedisCluster cluster(1);
+  const std::string token = "0123456789abcdef0123456789abcdef.";
+  ASSERT_EQ(
+      cluster[0].command({"SET", "redlock:f", "0123456789abcdef0123456789abcdef!", "PX", "10000"}),
+      "OK");
+  auto fence = [&](const std::string& t, const std::string& n) {
+    return cluster[0].command({"EVAL", detail::lua::fence_body, "1", "redlock:f", t, n});
+  };
+  EXPECT_EQ(fence("fedcba9876543210fedcba9876543210.", "7"), "0");
+  EXPECT_EQ(fence("fedcba9876543210fedcba9876543210!", "7"), "0");
+  EXPECT_EQ(cluster[0].command({"EXISTS", "redlock:f:fence"}), "0");
+  EXPECT_EQ(fence(token, "7"), "1");
+  EXPECT_EQ(cluster[0].command({"GET", "redlock:f:fence"}), "7");
 }
 
 // A failed attempt's clean-up is no release: it tells nobody, even on a node where somebody

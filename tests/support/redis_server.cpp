@@ -290,9 +290,16 @@ std::string RedisCluster::node_list(const std::string& credentials) const {
 }
 
 std::size_t RedisCluster::count_holding(const std::string& key, const std::string& value) const {
+  // A token of ours ends in '.', which a node turns into '!' while somebody waits for the lock
+  // (lib/core/token.hpp): the key holds the token in either form.
+  std::string marked = value;
+  if (!marked.empty() && marked.back() == '.') marked.back() = '!';
   std::size_t n = 0;
-  for (const auto& srv : servers_)
-    if (srv->running() && srv->command({"GET", key}) == value) ++n;
+  for (const auto& srv : servers_) {
+    if (!srv->running()) continue;
+    auto held = srv->command({"GET", key});
+    if (held == value || held == marked) ++n;
+  }
   return n;
 }
 

@@ -132,7 +132,8 @@ class RedisCluster {
   std::string node_list(const std::string& credentials = {}) const;
   // "rediss://host:t1,rediss://host:t2,..." (TLS clusters only).
   std::string tls_node_list(const std::string& host = "127.0.0.1") const;
-  // How many servers hold `key` with value `value` (stopped servers are skipped).
+  // How many servers hold `key` with value `value`, or with the token `value` marked where
+  // somebody waits for it (stopped servers are skipped).
   std::size_t count_holding(const std::string& key, const std::string& value) const;
   // How many running servers have `key` at all.
   std::size_t count_existing(const std::string& key) const;
