@@ -37,7 +37,8 @@ if #KEYS == 1 and ARGV[4] == nil and ARGV[1] ~= '-' then
     redis.call('DEL', KEYS[1])
     if ARGV[2] == nil or ARGV[2] == '0' or string.byte(value, -1) == 46 then return 1 end
     if redis.pcall('EXISTS', KEYS[1] .. ':queue', KEYS[1] .. ':others') == 0 then return 1 end
-  elseif value and string.byte(ARGV[1], -1) == 46 and value == string.sub(ARGV[1], 1, -2) .. '!' then
+  elseif value and string.byte(ARGV[1], -1) == 46
+      and value == string.sub(ARGV[1], 1, -2) .. '!' then
     redis.call('DEL', KEYS[1])
     if ARGV[2] == nil or ARGV[2] == '0' then return 1 end
   else
