@@ -11,10 +11,11 @@ namespace redlock::detail {
 
 // The last character of a token. A node keeps a holder's token as it was given ("nobody here
 // asked to hear of its release") until a waiter stands in the key's line or signs up for it
-// there: acquire.lua then turns the last character into kWaitedFor (SETRANGE, which keeps the
-// ttl). A release finds out from the value it reads anyway whether it has anybody to tell
-// (release.lua): a token ending otherwise (an older client's 32 digits) is left as it is, and its
-// release asks the line instead. Every script that compares a key with a token takes both forms.
+// there: acquire.lua then turns the last character into kWaitedFor (keeping the ttl), and so
+// does a waiter that leaves a line behind a held key (release.lua). A release finds out from the
+// value it reads anyway whether it has anybody to tell (release.lua): a token ending otherwise (an
+// older client's 32 digits) is left as it is, and its release asks the line instead. Every script
+// that compares a key with a token takes both forms.
 inline constexpr char kNobodyWaits = '.';
 inline constexpr char kWaitedFor = '!';
 

@@ -15,7 +15,7 @@
 -- A refused waiter for one key stands in the key's queue (<key>:queue, by place); a refused
 -- waiter for several keys asks to hear of their releases (<key>:others, by channel).
 -- A holder's token of this version ends in '.' (lib/core/token.hpp); a waiter that stands in line
--- or signs up here turns it into '!' (SETRANGE keeps the ttl), and so does a grant that leaves
+-- or signs up here turns it into '!' (keeping the ttl), and so does a grant that leaves
 -- others waiting: the holder's release then knows from the value it reads that it has somebody to
 -- tell (release.lua). A name is always that of the token with '.'.
 -- The line is a courtesy, the lock is not: every command on the line's keys is a pcall, and a
@@ -39,9 +39,14 @@ local function holder_name(value)
   return name(value)
 end
 
--- Where somebody waits for a key that a token of this version holds, mark it (see above).
+-- Where somebody waits for a key that a token of this version holds, mark it (see above): SET XX
+-- KEEPTTL, which the lock's ACL allows anyway; SETRANGE on a server before Redis 6.0. Only ever
+-- on a key this script has just read: it exists, and SETRANGE would otherwise create it.
 local function mark(key, value)
-  if string.byte(value, -1) == 46 then try('SETRANGE', key, #value - 1, '!') end
+  if string.byte(value, -1) ~= 46 then return end
+  if try('SET', key, string.sub(value, 1, -2) .. '!', 'XX', 'KEEPTTL') == nil then
+    try('SETRANGE', key, #value - 1, '!')
+  end
 end
 
 local function keep(key, ms)

@@ -116,6 +116,17 @@ if ARGV[2] and ARGV[2] ~= '0' then
   for _, key in ipairs(freed) do announce(key, checked) end
 end
 
+-- A line left behind a key that a token of this version holds marks it, as acquire.lua does, so
+-- that its release is announced: that holder may have taken the key without being refused by
+-- anybody in line (a quick acquire during a turn whose waiter then left).
+local function mark_holder(key)
+  local value = try('GET', key)
+  if type(value) ~= 'string' or string.byte(value, -1) ~= 46 then return end
+  if try('SET', key, string.sub(value, 1, -2) .. '!', 'XX', 'KEEPTTL') == nil then
+    try('SETRANGE', key, #value - 1, '!')
+  end
+end
+
 local ticket = ARGV[4] or ''
 if ticket ~= '' and #KEYS == 1 then
   local q = KEYS[1] .. ':queue'
@@ -123,14 +134,19 @@ if ticket ~= '' and #KEYS == 1 then
     if try('ZADD', q, ARGV[5], ticket) then
       local left = try('PTTL', q)
       if left and left < tonumber(ARGV[6]) then try('PEXPIRE', q, ARGV[6]) end
+      mark_holder(KEYS[1])
     end
   else
     local first = try('ZRANGE', q, 0, 0)
     try('ZREM', q, ticket)
     try('HDEL', KEYS[1] .. ':turns', ticket)
-    if first and first[1] == ticket and try('EXISTS', KEYS[1]) == 0 and try('EXISTS', q) == 1 then
-      name = string.sub(redis.sha1hex(ticket), 1, 16)
-      announce(KEYS[1], true)
+    if try('EXISTS', q) == 1 then
+      if try('EXISTS', KEYS[1]) ~= 0 then
+        mark_holder(KEYS[1])
+      elseif first and first[1] == ticket then
+        name = string.sub(redis.sha1hex(ticket), 1, 16)
+        announce(KEYS[1], true)
+      end
     end
   end
 end

@@ -16,6 +16,7 @@
 
 #include "redis_server.hpp"
 #include "redlock/redlock.hpp"
+#include "redlock_scripts.hpp"
 #include "test_config.hpp"
 
 namespace redlock {
@@ -152,10 +153,14 @@ TEST(Queue, AReleaserThatAsksAgainAtOnceDoesNotJumpTheLine) {
 // becomes '!' (lib/core/token.hpp), and the key's ttl stays as it was. That mark is what tells the
 // holder's release to announce itself, so the waiter, whose fallback never comes within the test,
 // is woken by the release. The holder still extends the marked lock (an extend keeps the mark).
+// Node 0's ACL denies SETRANGE (the ACL list of earlier versions did not have it): no matter.
 TEST(Queue, AWaiterMarksTheHoldersTokenWhichTheHolderStillExtendsAndReleases) {
   constexpr std::size_t kNodes = 3;
   RedisCluster cluster(kNodes);
+  ASSERT_EQ(cluster[0].command({"ACL", "SETUSER", "default", "-setrange"}), "OK");
   Client a(test::fast_config(cluster)), b(notices_only(cluster));
+  ASSERT_TRUE(test::eventually([&] { return test::connected_to_all(a); }));
+  ASSERT_TRUE(test::eventually([&] { return test::connected_to_all(b); }));
   auto held = a.try_acquire("k", 10000ms);
   ASSERT_TRUE(held) << held.message();
   ASSERT_EQ(held.lock.token.back(), '.');
@@ -182,6 +187,37 @@ TEST(Queue, AWaiterMarksTheHoldersTokenWhichTheHolderStillExtendsAndReleases) {
   ASSERT_TRUE(got) << got.message();
   EXPECT_TRUE(b.release(got.lock));
   expect_nothing_left(cluster, kNodes);
+}
+
+// A holder that nobody in line was refused by (here, a try_acquire that took the key while the
+// first in line, a client gone without a word, had its turn) is marked when that waiter leaves
+// the line: its release then starts the next one's turn, whose fallback never comes here.
+TEST(Queue, AWaiterThatLeavesTheLineMarksAHolderNobodyInItHadMet) {
+  RedisCluster cluster(1);
+  Client b(notices_only(cluster)), c(test::fast_config(cluster));
+  ASSERT_EQ(
+      cluster[0].command({"SET", "redlock:k", "0123456789abcdef0123456789abcdef.", "PX", "10000"}),
+      "OK");
+  auto waiting = std::async(std::launch::async, [&] { return b.acquire("k", 10000ms, 5000ms); });
+  ASSERT_TRUE(test::eventually([&] { return line_is(cluster, 1, "k", "1"); }));
+  ASSERT_TRUE(test::eventually([&] { return turns_heard_everywhere(cluster, 1); }));
+  ASSERT_EQ(cluster[0].command({"ZADD", "redlock:k:queue", "1", "redlock:turn:gone#1"}), "1");
+  // The key is freed without a word and taken by a quick acquire, which reads no line.
+  ASSERT_EQ(cluster[0].command({"DEL", "redlock:k"}), "1");
+  auto taken = c.try_acquire("k", 10000ms);
+  ASSERT_TRUE(taken) << taken.message();
+  ASSERT_EQ(cluster[0].command({"GET", "redlock:k"}), taken.lock.token);
+  // The gone waiter leaves the line, as its client would (Coordinator::leave_line).
+  cluster[0].command({"EVAL", detail::lua::release_body, "1", "redlock:k", "-", "0", "100",
+                      "redlock:turn:gone#1", "", "0"});
+  std::string marked = taken.lock.token;
+  marked.back() = '!';
+  EXPECT_EQ(cluster[0].command({"GET", "redlock:k"}), marked);
+  ASSERT_TRUE(c.release(taken.lock));
+  auto got = waiting.get();
+  ASSERT_TRUE(got) << got.message();
+  EXPECT_TRUE(b.release(got.lock));
+  expect_nothing_left(cluster, 1);
 }
 
 // A waiter whose client went away without a word (a crashed process) is first in line on every

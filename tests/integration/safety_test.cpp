@@ -329,6 +329,7 @@ TEST(Notices, AReleaseIsAnnouncedUnderTheNameTheAcquireScriptGivesItsHolder) {
   auto patient = test::fast_config(cluster);
   patient.retry_delay = 20000ms;  // only a notice wakes b within the test
   Client a(test::fast_config(cluster)), b(patient), c(test::fast_config(cluster));
+  ASSERT_TRUE(eventually([&] { return test::connected_to_all(a); }));
   auto held = a.try_acquire("res", 10000ms);
   ASSERT_TRUE(held) << held.message();
   auto waiting = std::async(std::launch::async, [&] { return b.acquire("res", 10000ms, 5000ms); });
@@ -408,6 +409,7 @@ TEST(Safety, AMarkedLockIsReleasedAndExtendedOnlyByItsHolder) {
   auto patient = test::fast_config(cluster);
   patient.retry_delay = 20000ms;
   Client a(test::fast_config(cluster)), b(patient), c(test::fast_config(cluster));
+  ASSERT_TRUE(eventually([&] { return test::connected_to_all(a); }));
   auto held = a.try_acquire("res", 10000ms);
   ASSERT_TRUE(held) << held.message();
   std::string marked = held.lock.token;

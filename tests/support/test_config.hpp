@@ -1,7 +1,10 @@
 // A configuration for tests against a RedisCluster: short timeouts so failures show quickly.
 #pragma once
 
+#include <algorithm>
+
 #include "redis_server.hpp"
+#include "redlock/client.hpp"
 #include "redlock/config.hpp"
 
 namespace redlock::test {
@@ -20,6 +23,13 @@ inline Config fast_config(const std::string& node_list) {
 
 inline Config fast_config(const RedisCluster& cluster, const std::string& credentials = {}) {
   return fast_config(cluster.node_list(credentials));
+}
+
+// True once `client` has a session with every node: a grant then reaches every node, not only
+// the quorum that answered first (a node still connecting gets none of it).
+inline bool connected_to_all(Client& client) {
+  auto rows = client.status();
+  return std::all_of(rows.begin(), rows.end(), [](const NodeStatus& n) { return n.up; });
 }
 
 }  // namespace redlock::test
