@@ -118,7 +118,8 @@ end
 
 -- A line left behind a key that a token of this version holds marks it, as acquire.lua does, so
 -- that its release is announced: that holder may have taken the key without being refused by
--- anybody in line (a quick acquire during a turn whose waiter then left).
+-- anybody in line (a quick acquire during a turn whose waiter then left). A waiter put back in
+-- line (below) needs not: its attempt, just refused here by any holder, marked it then.
 local function mark_holder(key)
   local value = try('GET', key)
   if type(value) ~= 'string' or string.byte(value, -1) ~= 46 then return end
@@ -134,7 +135,6 @@ if ticket ~= '' and #KEYS == 1 then
     if try('ZADD', q, ARGV[5], ticket) then
       local left = try('PTTL', q)
       if left and left < tonumber(ARGV[6]) then try('PEXPIRE', q, ARGV[6]) end
-      mark_holder(KEYS[1])
     end
   else
     local first = try('ZRANGE', q, 0, 0)
