@@ -37,12 +37,6 @@ std::error_code new_token(std::string& out) {
   return {};
 }
 
-std::string token_of_value(std::string_view value) {
-  std::string token(value);
-  if (!token.empty() && token.back() == kWaitedFor) token.back() = kNobodyWaits;
-  return token;
-}
-
 std::uint64_t random_seed() noexcept {
   std::uint64_t seed = 0;
   if (fill_random(&seed, sizeof seed))

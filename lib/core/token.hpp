@@ -23,7 +23,12 @@ inline constexpr char kWaitedFor = '!';
 std::error_code new_token(std::string& out);
 
 // The token a key's value stands for: `value` with a last kWaitedFor read as kNobodyWaits.
-std::string token_of_value(std::string_view value);
+// Inline: the reply parsers (and their fuzz targets) use it without the token generator.
+inline std::string token_of_value(std::string_view value) {
+  std::string token(value);
+  if (!token.empty() && token.back() == kWaitedFor) token.back() = kNobodyWaits;
+  return token;
+}
 
 // A 64-bit seed from getrandom(2), for the non-cryptographic jitter generator.
 std::uint64_t random_seed() noexcept;
