@@ -481,8 +481,8 @@ TEST(Notices, ACleanUpTellsNobodyEvenWhereSomebodyWaits) {
   r = a.acquire("x", 10000ms, 400ms);  // the same, several times, as a waiter in line
   EXPECT_EQ(r.error, Errc::not_acquired) << r.message();
   EXPECT_GE(r.attempts, 2);
-  EXPECT_EQ(cluster[2].command({"EXISTS", "redlock:x"}), "0");
   auto lines = monitor.drain();
+  EXPECT_EQ(cluster[2].command({"EXISTS", "redlock:x"}), "0");
   auto count = [&](const std::string& text) {
     return std::count_if(lines.begin(), lines.end(),
                          [&](const std::string& l) { return l.find(text) != std::string::npos; });
