@@ -158,11 +158,21 @@ TEST(Queue, AWaiterMarksTheHoldersTokenWhichTheHolderStillExtendsAndReleases) {
   constexpr std::size_t kNodes = 3;
   RedisCluster cluster(kNodes);
   ASSERT_EQ(cluster[0].command({"ACL", "SETUSER", "default", "-setrange"}), "OK");
-  Client a(test::fast_config(cluster)), b(notices_only(cluster));
+  // Every node must take the grant and the waiter's first attempt: a request that times out on
+  // a loaded machine is a node left out (the lock stands on its quorum, and the waiter asks that
+  // node again only at its fallback), which this test is not about.
+  auto patient = [](Config c) {
+    c.request_timeout = 3000ms;
+    return c;
+  };
+  Client a(patient(test::fast_config(cluster))), b(patient(notices_only(cluster)));
   ASSERT_TRUE(test::eventually([&] { return test::connected_to_all(a); }));
   ASSERT_TRUE(test::eventually([&] { return test::connected_to_all(b); }));
   auto held = a.try_acquire("k", 10000ms);
   ASSERT_TRUE(held) << held.message();
+  ASSERT_TRUE(test::eventually([&] {
+    return cluster.count_holding("redlock:k", held.lock.token) == kNodes;
+  })) << held.message();
   ASSERT_EQ(held.lock.token.back(), '.');
   std::string marked = held.lock.token;
   marked.back() = '!';
