@@ -2,6 +2,7 @@
 // through a ClientLink, which tells them when the client is gone.
 #pragma once
 
+#include <sched.h>
 #include <cassert>
 #include <future>
 #include <memory>
@@ -64,7 +65,13 @@ class __attribute__((visibility("hidden"))) Client::Impl {
     }
     auto promise = std::make_shared<std::promise<Result>>();
     auto future = promise->get_future();
-    start([promise](Result r) { promise->set_value(std::move(r)); });
+    start([promise](Result r) {
+      promise->set_value(std::move(r));
+      // The caller, woken, often shares this thread's CPU (one client CPU in the benchmarks;
+      // the scheduler's wake-affine placement elsewhere): let it run now rather than after the
+      // rest of this loop turn. 14 µs of the 5-node acquire+release p50 (docs/performance.md).
+      sched_yield();
+    });
     return future.get();
   }
 
