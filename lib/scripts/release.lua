@@ -120,9 +120,9 @@ end
 -- that its release is announced: that holder may have taken the key without being refused by
 -- anybody in line (a quick acquire during a turn whose waiter then left). A waiter put back in
 -- line (below) needs not: its attempt, just refused here by any holder, marked it then.
-local function mark_holder(key)
-  local value = try('GET', key)
-  if type(value) ~= 'string' or string.byte(value, -1) ~= 46 then return end
+-- (The same function as acquire.lua's: each script is loaded on its own.)
+local function mark(key, value)
+  if string.byte(value, -1) ~= 46 then return end
   if try('SET', key, string.sub(value, 1, -2) .. '!', 'XX', 'KEEPTTL') == nil then
     try('SETRANGE', key, #value - 1, '!')
   end
@@ -141,9 +141,11 @@ if ticket ~= '' and #KEYS == 1 then
     try('ZREM', q, ticket)
     try('HDEL', KEYS[1] .. ':turns', ticket)
     if try('EXISTS', q) == 1 then
-      if try('EXISTS', KEYS[1]) ~= 0 then
-        mark_holder(KEYS[1])
-      elseif first and first[1] == ticket then
+      -- false: the key is free; nil: it cannot be read (another type), so neither.
+      local value = try('GET', KEYS[1])
+      if value then
+        mark(KEYS[1], value)
+      elseif value == false and first and first[1] == ticket then
         name = string.sub(redis.sha1hex(ticket), 1, 16)
         announce(KEYS[1], true)
       end
