@@ -104,6 +104,13 @@ void Waiters::on_turn(std::string_view payload) {
   } else {
     return;
   }
+  // The same turn comes from every node that gave it: act once. The copies that come after its
+  // waiter was served and finished are its turn again, not a new one: the waiter left the line
+  // where it had to when it finished (AcquireJob::finish), and leaving it again on every node for
+  // each copy cost the servers up to N - 1 extra scripts a node per hand-off.
+  if (std::find(recent_turns_.begin(), recent_turns_.end(), payload) != recent_turns_.end()) return;
+  recent_turns_[next_turn_] = std::string(payload);
+  next_turn_ = (next_turn_ + 1) % recent_turns_.size();
   std::string key(rest);
   Waiter* named = ticket.empty() ? nullptr : coordinator_.waiter(job);
   if (!ticket.empty() && named == nullptr) {
@@ -112,10 +119,6 @@ void Waiters::on_turn(std::string_view payload) {
     coordinator_.leave_line(key, std::string(ticket));
     return;
   }
-  // The same turn comes from every node that gave it: act once.
-  if (std::find(recent_turns_.begin(), recent_turns_.end(), payload) != recent_turns_.end()) return;
-  recent_turns_[next_turn_] = std::string(payload);
-  next_turn_ = (next_turn_ + 1) % recent_turns_.size();
 
   std::string channel = key + ":released";
   auto it = by_channel_.find(channel);
