@@ -345,6 +345,11 @@ TEST(Notices, AReleaseIsAnnouncedUnderTheNameTheAcquireScriptGivesItsHolder) {
   for (const auto& v : refused.votes.nodes)
     if (v.vote == Vote::no && !v.holder.empty()) holder = v.holder;
   ASSERT_EQ(holder.size(), 16u);
+  // b's client listens for its turn on node 0: a turn that nobody hears passes, and the release
+  // is then announced twice there (the turn, then the key's channel), both under the same name.
+  ASSERT_TRUE(eventually([&] {
+    return !cluster[0].command({"PUBSUB", "CHANNELS", "redlock:turn:*"}).empty();
+  }));
 
   Monitor monitor(cluster[0]);
   ASSERT_TRUE(a.release(held.lock));
@@ -495,6 +500,33 @@ TEST(Notices, ACleanUpTellsNobodyEvenWhereSomebodyWaits) {
     return has(l, "\"DEL\" \"redlock:x\"");
   })) << "no marked grant was cleaned up on node 2";
   for (const auto& l : lines) EXPECT_EQ(l.find("\"PUBLISH\""), std::string::npos) << l;
+}
+
+// A failed attempt cleans up only where it may have left its token: not on the nodes that refused
+// it (their script wrote nothing), but on a node whose answer had not come when the attempt was
+// lost, and which grants it afterwards.
+TEST(Safety, ACleanUpSparesTheNodesThatRefusedButFollowsALateGrant) {
+  RedisCluster cluster(3);
+  cluster[0].command({"SET", "redlock:res", "other-holder.", "PX", "30000"});
+  cluster[1].command({"SET", "redlock:res", "other-holder.", "PX", "30000"});
+  auto config = test::fast_config(cluster);
+  config.request_timeout = 5000ms;  // node 2's answer is late, not lost
+  Client c(config);
+  ASSERT_TRUE(eventually([&] { return test::connected_to_all(c); }));
+  Monitor monitor(cluster[0]);
+  cluster[2].pause();
+  auto r = c.try_acquire("res", 10000ms);  // lost at two refusals; node 2's answer still to come
+  EXPECT_EQ(r.error, Errc::not_acquired) << r.message();
+  std::this_thread::sleep_for(100ms);
+  cluster[2].resume();
+  // Node 2 runs the acquire, then the clean-up queued behind it on the same connection.
+  EXPECT_TRUE(eventually([&] {
+    return cluster[2].command({"EXISTS", "redlock:res"}) == "0";
+  })) << "the late grant on node 2 was not cleaned up: "
+      << cluster[2].command({"GET", "redlock:res"});
+  EXPECT_EQ(cluster[0].command({"GET", "redlock:res"}), "other-holder.");
+  for (const auto& l : monitor.drain())
+    EXPECT_EQ(l.find("\"EVALSHA\""), std::string::npos) << "node 0 refused, yet: " << l;
 }
 
 // Defect: a failed attempt's clean-up published a release notice that woke the same waiter,
