@@ -422,7 +422,7 @@ class Coordinator::AcquireJob final : public Waiter {
     } else {
       r.error = make_error_code(f.tally().loss_reason(Errc::not_acquired));
     }
-    attempt_failed(std::move(r), now);
+    attempt_failed(std::move(r), now, /*one_round=*/!kept_);
   }
 
   // A fenced grant: the fencing token is the highest counter among the granting nodes, and it
@@ -511,7 +511,21 @@ class Coordinator::AcquireJob final : public Waiter {
     send_acquire(&kept_votes_.nodes);
   }
 
-  void attempt_failed(AcquireResult r, Clock::time_point now) {
+  // `one_round`: r.votes are those of the attempt's only round of acquire scripts (no fill-in
+  // round, no fencing round after it).
+  void attempt_failed(AcquireResult r, Clock::time_point now, bool one_round = false) {
+    // Nodes that refused the only request this attempt sent them hold nothing of its token: the
+    // script answers "no" before it writes anything (acquire.lua), and every attempt has a token
+    // of its own. A "no" that names our own token is a server asked twice under two addresses:
+    // that key is ours. Computed before keep_going, which may go on to a fill-in round.
+    std::vector<bool> spare;
+    if (one_round) {
+      spare.assign(r.votes.nodes.size(), false);
+      for (std::size_t i = 0; i < spare.size(); ++i) {
+        const auto& v = r.votes.nodes[i];
+        spare[i] = v.vote == Vote::no && v.holder != digest_;
+      }
+    }
     if (keep_going(r, now)) return;
     std::string notice;
     notice.swap(notice_);  // answered: a later attempt is the timer's, not this notice's
@@ -524,7 +538,10 @@ class Coordinator::AcquireJob final : public Waiter {
     // stops now (then finish() takes it out of the line everywhere).
     Coordinator::Line line{ticket_, place_, line_kept()};
     bool keep_place = in_line() && !co_.shutting_down() && !stop_reason_;
-    co_.release_everywhere(keys_, token_, /*announce=*/false, keep_place ? &line : nullptr);
+    // Only where the attempt may have left its token: a node that refused it kept the waiter in
+    // line too (acquire.lua), so the clean-up has nothing to do there.
+    co_.release_everywhere(keys_, token_, /*announce=*/false, keep_place ? &line : nullptr,
+                           spare.empty() ? nullptr : &spare);
     last_votes_ = r.votes;
     if (co_.shutting_down() || stop_reason_) {
       r.error = make_error_code(co_.shutting_down() ? Errc::shutting_down : *stop_reason_);
@@ -763,7 +780,8 @@ std::vector<std::string> Coordinator::keys_of(const std::vector<std::string>& re
 }
 
 void Coordinator::release_everywhere(const std::vector<std::string>& keys, const std::string& token,
-                                     bool announce, const Line* line) {
+                                     bool announce, const Line* line,
+                                     const std::vector<bool>* spare) {
   Command command{
       &script_release, keys, {token, announce ? token_digest(token) : "0", ms_arg(turn_length())}};
   if (line != nullptr) {
@@ -771,7 +789,15 @@ void Coordinator::release_everywhere(const std::vector<std::string>& keys, const
     command.args.push_back(line->place);
     command.args.push_back(ms_arg(line->keep));
   }
-  FanOut::start(*this, std::move(command), 1, classify_release, nullptr);
+  if (spare == nullptr) {
+    FanOut::start(*this, std::move(command), 1, classify_release, nullptr);
+    return;
+  }
+  // A spared node counts as done: FanOut asks only the nodes whose vote is not yet yes.
+  std::vector<NodeVote> done(nodes_.size());
+  for (std::size_t i = 0; i < done.size() && i < spare->size(); ++i)
+    if ((*spare)[i]) done[i].vote = Vote::yes;
+  FanOut::start(*this, std::move(command), 1, classify_release, nullptr, false, &done);
 }
 
 std::string Coordinator::new_ticket(std::uint64_t job_id) const {

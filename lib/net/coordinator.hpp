@@ -133,13 +133,15 @@ class Coordinator {
   // Sends compare-and-delete for `token` to every node; nobody waits for the answer. With
   // `announce`, each deletion is published on the key's release channel (a real release).
   // With a `line`, a waiter's place in the key's queue is kept (a place) or given up ('').
+  // With `spare`, the nodes marked true are left out (they hold nothing of the token).
   struct Line {
     std::string ticket;
     std::string place;  // '' to leave the line
     Milliseconds keep{0};
   };
   void release_everywhere(const std::vector<std::string>& keys, const std::string& token,
-                          bool announce, const Line* line = nullptr);
+                          bool announce, const Line* line = nullptr,
+                          const std::vector<bool>* spare = nullptr);
   // False once a node refused the quick acquire (SET with NX and GET: Redis 7.0 or newer).
   bool quick_acquire() const noexcept { return quick_acquire_; }
   void no_quick_acquire() noexcept { quick_acquire_ = false; }
