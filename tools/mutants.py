@@ -81,8 +81,9 @@ MUTANTS = [
      "if (lease->lost() || code == Errc::lock_lost) return;",
      "a lock whose renewal failed is never reported lost"),
     ("no_cleanup_after_failed_attempt", "lib/net/coordinator.cpp",
-     "co_.release_everywhere(keys_, token_, /*announce=*/false, keep_place ? &line : nullptr);",
-     "(void)line;\n    (void)keep_place;",
+     "co_.release_everywhere(keys_, token_, /*announce=*/false, keep_place ? &line : nullptr,\n"
+     "                           spare.empty() ? nullptr : &spare);",
+     "(void)line;\n    (void)keep_place;\n    (void)spare;",
      "a failed attempt leaves its partial grants behind"),
     ("extend_shortens_keys", "lib/scripts/renew.lua",
      "if redis.call('PTTL', KEYS[j]) < ttl then",
