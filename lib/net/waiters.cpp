@@ -104,23 +104,33 @@ void Waiters::on_turn(std::string_view payload) {
   } else {
     return;
   }
-  // The same turn comes from every node that gave it: act once. The copies that come after its
-  // waiter was served and finished are its turn again, not a new one: the waiter left the line
-  // where it had to when it finished (AcquireJob::finish), and leaving it again on every node for
-  // each copy cost the servers up to N - 1 extra scripts a node per hand-off.
-  if (std::find(recent_turns_.begin(), recent_turns_.end(), payload) != recent_turns_.end()) return;
-  recent_turns_[next_turn_] = std::string(payload);
-  next_turn_ = (next_turn_ + 1) % recent_turns_.size();
+  // The same turn comes from every node that gave it, each as the release arrives there.
+  bool copy = std::find(recent_turns_.begin(), recent_turns_.end(), payload) != recent_turns_.end();
+  if (!copy) {
+    recent_turns_[next_turn_] = std::string(payload);
+    next_turn_ = (next_turn_ + 1) % recent_turns_.size();
+  }
   std::string key(rest);
+  std::string channel = key + ":released";
   Waiter* named = ticket.empty() ? nullptr : coordinator_.waiter(job);
   if (!ticket.empty() && named == nullptr) {
     // The turn of a waiter of ours that is gone (it ended while a node still had it in line):
-    // hand it on at once instead of letting it lapse.
-    coordinator_.leave_line(key, std::string(ticket));
+    // hand it on at once instead of letting it lapse. Once: the copies that come after its
+    // waiter was served are that turn again, and the waiter left the line where it had to when
+    // it finished (AcquireJob::finish); leaving it again on every node for each copy cost the
+    // servers up to N - 1 scripts a node per hand-off.
+    if (!copy) coordinator_.leave_line(key, std::string(ticket));
+    return;
+  }
+  if (copy) {
+    // A copy is still news to the waiter it names: the attempt that the first copy started may
+    // have been refused by this node, whose release had not come yet, and the waiter's quick
+    // retries may be over. The line there now waits for it: it asks again (at once if it is
+    // asking now). Waiters for several keys took their chance at the first copy.
+    if (named != nullptr) named->wake(&channel);
     return;
   }
 
-  std::string channel = key + ":released";
   auto it = by_channel_.find(channel);
   if (it != by_channel_.end()) {
     auto& c = it->second;

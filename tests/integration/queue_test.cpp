@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "fault_proxy.hpp"
 #include "redis_server.hpp"
 #include "redlock/redlock.hpp"
 #include "redlock_scripts.hpp"
@@ -112,6 +113,44 @@ TEST(Queue, WaitersOfDifferentClientsAreServedInTheOrderTheyCame) {
   }
   EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4}));
   expect_nothing_left(cluster, kNodes);
+}
+
+// Each node gives the waiter its turn as the holder's release arrives there. Here the release
+// reaches node 0 at once and nodes 1 and 2 some 300 ms later: the attempt that node 0's turn
+// starts is refused by the other two, and so are the waiter's quick retries. When the release
+// arrives there, their turns (the same words as node 0's) must bring the waiter back: its
+// fallback timer would not, within its wait. (Found under load, where one node lagged behind the
+// others: the copies were taken for repeats of node 0's turn, and the line stood still.)
+TEST(Queue, ATurnFromANodeWhoseReleaseCameLateBringsTheWaiterBack) {
+  RedisCluster cluster(3);
+  chaos::FaultProxy late1(cluster[1].port()), late2(cluster[2].port());
+  auto holder_config = test::fast_config("redis://127.0.0.1:" + std::to_string(cluster[0].port()) +
+                                         ",redis://127.0.0.1:" + std::to_string(late1.port()) +
+                                         ",redis://127.0.0.1:" + std::to_string(late2.port()));
+  holder_config.request_timeout = 3000ms;  // late is not lost
+  Client holder(holder_config);
+  ASSERT_TRUE(test::eventually([&] { return test::connected_to_all(holder); }, 5s));
+  auto held = holder.try_acquire("k", 30000ms);
+  ASSERT_TRUE(held) << held.message();
+
+  Client waiter(notices_only(cluster));
+  auto waiting =
+      std::async(std::launch::async, [&] { return waiter.acquire("k", 30000ms, 10000ms); });
+  ASSERT_TRUE(test::eventually([&] { return line_is(cluster, 3, "k", "1"); }, 5s))
+      << "the waiter is not in line";
+  ASSERT_TRUE(test::eventually([&] { return turns_heard_everywhere(cluster, 3); }, 5s));
+
+  late1.set_mode(chaos::ProxyMode::delay, 150ms);
+  late2.set_mode(chaos::ProxyMode::delay, 150ms);
+  ASSERT_TRUE(holder.release(held.lock));
+  // Its wait ends with a last attempt at 10 s, which would take the key: the turns must bring it
+  // back long before.
+  ASSERT_EQ(waiting.wait_for(5s), std::future_status::ready)
+      << "the late nodes' turns did not bring the waiter back";
+  auto got = waiting.get();
+  ASSERT_TRUE(got) << got.message();
+  EXPECT_GE(got.attempts, 3) << "node 0's turn alone did not start a refused attempt: no test";
+  EXPECT_TRUE(waiter.release(got.lock));
 }
 
 // A holder that releases and at once asks again, waiting, comes after the waiter that was
