@@ -23,6 +23,10 @@ EventLoop::EventLoop() {
   uv_loop_init(&loop_);  // loop_.data stays free: the transport layer keeps its write queue there
   uv_async_init(&loop_, &async_, &EventLoop::on_async);
   async_.data = this;
+  uv_prepare_init(&loop_, &prepare_);
+  prepare_.data = this;
+  uv_check_init(&loop_, &check_);
+  check_.data = this;
 }
 
 EventLoop::~EventLoop() {
@@ -47,16 +51,65 @@ void EventLoop::start() {
 }
 
 bool EventLoop::post(Task task) {
+  // From the loop thread itself (a callback's next call), the loop is awake: it reads the inbox
+  // before it sleeps, and needs no eventfd write and no extra poll to learn of the task.
+  const bool here = in_loop_thread();
+  bool wake;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (closed_) return false;
     inbox_.push_back(std::move(task));
+    if (here) stay_awake_locked();
+    wake = !awake_;
   }
-  uv_async_send(&async_);  // sends coalesce: drain() takes the whole inbox each time
+  if (wake) uv_async_send(&async_);  // sends coalesce: drain() takes the whole inbox each time
   return true;
 }
 
+void EventLoop::check_inbox_before_sleep() {
+  if (!in_loop_thread()) return;  // a result given on the caller's thread (the loop is gone)
+  std::lock_guard<std::mutex> lock(mutex_);
+  stay_awake_locked();
+}
+
+void EventLoop::stay_awake_locked() {
+  if (awake_ || stopping_) return;
+  awake_ = true;
+  uv_check_start(&check_, &EventLoop::on_check);
+  uv_prepare_start(&prepare_, &EventLoop::on_prepare);
+}
+
 void EventLoop::on_async(uv_async_t* handle) { static_cast<EventLoop*>(handle->data)->drain(); }
+
+// While the loop is awake by promise, posts do not wake it. The inbox is read once after this
+// turn's I/O (check): what those tasks write then leaves at the next turn's start, with no extra
+// poll. Just before the loop polls (prepare), the promise ends under the lock that posts take,
+// and what came in since the check (or during it: a promise made in the check phase is kept
+// here alone) is left to the ordinary wake-up. One batch a turn, as before: tasks that post
+// tasks cannot keep the loop from its I/O and timers.
+void EventLoop::on_check(uv_check_t* handle) {
+  auto* self = static_cast<EventLoop*>(handle->data);
+  bool any;
+  {
+    std::lock_guard<std::mutex> lock(self->mutex_);
+    any = !self->inbox_.empty();
+  }
+  if (any) self->drain();
+}
+
+void EventLoop::on_prepare(uv_prepare_t* handle) {
+  auto* self = static_cast<EventLoop*>(handle->data);
+  bool left;
+  {
+    std::lock_guard<std::mutex> lock(self->mutex_);
+    self->awake_ = false;
+    left = !self->inbox_.empty();
+  }
+  if (self->stopping_) return;  // drain() closed the handles
+  uv_check_stop(&self->check_);
+  uv_prepare_stop(&self->prepare_);
+  if (left) uv_async_send(&self->async_);  // the poll returns at once and drains it
+}
 
 void EventLoop::drain() {
   {
@@ -74,15 +127,21 @@ void EventLoop::drain() {
   if (stop_now) {
     stopping_ = true;
     if (last_) last_();
-    uv_close(reinterpret_cast<uv_handle_t*>(&async_), nullptr);
+    close_handles();
   }
+}
+
+void EventLoop::close_handles() {
+  uv_close(reinterpret_cast<uv_handle_t*>(&async_), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&prepare_), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&check_), nullptr);
 }
 
 int EventLoop::stop(Task last) {
   if (!thread_.joinable()) {
     // Never started: close what the constructor opened and let the close callbacks run.
     if (last) last();
-    uv_close(reinterpret_cast<uv_handle_t*>(&async_), nullptr);
+    close_handles();
     uv_run(&loop_, UV_RUN_DEFAULT);
     return close_loop();
   }
