@@ -257,10 +257,9 @@ HoldResult Client::hold(std::string_view resource, Milliseconds wait) {
 
 std::vector<NodeStatus> Client::status() {
   if (impl_->loop_.in_loop_thread()) return {};
-  auto promise = std::make_shared<std::promise<std::vector<NodeStatus>>>();
-  auto future = promise->get_future();
-  status_async([promise](std::vector<NodeStatus> rows) { promise->set_value(std::move(rows)); });
-  return future.get();
+  auto handoff = std::make_shared<detail::Handoff<std::vector<NodeStatus>>>();
+  status_async([handoff](std::vector<NodeStatus> rows) { handoff->put(std::move(rows)); });
+  return handoff->take();
 }
 
 }  // namespace redlock

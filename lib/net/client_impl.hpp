@@ -4,7 +4,6 @@
 
 #include <sched.h>
 #include <cassert>
-#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -12,6 +11,7 @@
 #include <unordered_map>
 
 #include "coordinator.hpp"
+#include "handoff.hpp"
 #include "lease.hpp"
 #include "loop.hpp"
 #include "redlock/client.hpp"
@@ -63,16 +63,16 @@ class __attribute__((visibility("hidden"))) Client::Impl {
       r.detail = "a blocking call was made from a callback; use the asynchronous form";
       return r;
     }
-    auto promise = std::make_shared<std::promise<Result>>();
-    auto future = promise->get_future();
-    start([promise](Result r) {
-      promise->set_value(std::move(r));
+    auto handoff = std::make_shared<detail::Handoff<Result>>();
+    start([this, handoff](Result r) {
+      loop_.check_inbox_before_sleep();  // the caller's next call needs no wake-up
+      handoff->put(std::move(r));
       // The caller, woken, often shares this thread's CPU (one client CPU in the benchmarks;
       // the scheduler's wake-affine placement elsewhere): let it run now rather than after the
       // rest of this loop turn. 14 µs of the 5-node acquire+release p50 (docs/performance.md).
       sched_yield();
     });
-    return future.get();
+    return handoff->take();
   }
 
   void hold_async(AcquireRequest request, LostCallback on_lost,

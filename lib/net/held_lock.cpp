@@ -113,12 +113,12 @@ ReleaseResult HeldLock::release() {
     return r;
   }
   auto lease = lease_;
-  auto promise = std::make_shared<std::promise<ReleaseResult>>();
-  auto future = promise->get_future();
-  bool posted = post_via(lease->link, [lease, promise](Client::Impl& impl) {
-    impl.coordinator_.release_lease(lease, [lease, promise](ReleaseResult rr) {
+  auto handoff = std::make_shared<detail::Handoff<ReleaseResult>>();
+  bool posted = post_via(lease->link, [lease, handoff](Client::Impl& impl) {
+    impl.coordinator_.release_lease(lease, [lease, handoff, &impl](ReleaseResult rr) {
       if (may_retry(rr)) reopen_for_retry(*lease);
-      promise->set_value(std::move(rr));
+      impl.loop_.check_inbox_before_sleep();  // the caller's next call needs no wake-up
+      handoff->put(std::move(rr));
     });
   });
   if (!posted) {
@@ -139,7 +139,7 @@ ReleaseResult HeldLock::release() {
     r.detail = "release started asynchronously: a blocking call was made on the loop thread";
     return r;
   }
-  return future.get();
+  return handoff->take();
 }
 
 }  // namespace redlock

@@ -3,7 +3,6 @@
 #include "redlock/mutex.hpp"
 
 #include <cstdio>
-#include <future>
 
 #include "client_impl.hpp"
 
@@ -19,8 +18,7 @@ namespace {
 // Client::hold in its blocking form, reached through the client's link: the Mutex never
 // touches the Client object, which may be gone.
 HoldResult hold_via(const detail::MutexTable& table, AcquireRequest request, LostCallback on_lost) {
-  auto promise = std::make_shared<std::promise<HoldResult>>();
-  auto future = promise->get_future();
+  auto handoff = std::make_shared<detail::Handoff<HoldResult>>();
   bool loop_thread = false;
   bool alive = with_client(table.link, [&](Client::Impl& impl) {
     if (impl.loop_.in_loop_thread()) {
@@ -29,7 +27,7 @@ HoldResult hold_via(const detail::MutexTable& table, AcquireRequest request, Los
     }
     // Only queued here: a client destroyed meanwhile ends it with Errc::shutting_down.
     impl.hold_async(std::move(request), std::move(on_lost),
-                    [promise](HoldResult r) { promise->set_value(std::move(r)); });
+                    [handoff](HoldResult r) { handoff->put(std::move(r)); });
   });
   HoldResult r;
   if (!alive) {
@@ -39,7 +37,7 @@ HoldResult hold_via(const detail::MutexTable& table, AcquireRequest request, Los
     r.error = make_error_code(Errc::would_deadlock);
     r.detail = "a blocking call was made from a callback; use the asynchronous form";
   } else {
-    r = future.get();
+    r = handoff->take();
   }
   return r;
 }
