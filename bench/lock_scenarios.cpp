@@ -107,17 +107,64 @@ void add_cycles(JsonLine& j, const Cycles& c) {
       .raw("errors", errors_json(c.errors));
 }
 
+// The same cycles through the asynchronous forms: each callback starts the next call on the
+// loop thread, so no thread hand-off is measured (the blocking forms make two per cycle).
+void run_async_cycles(redlock::Client& client, const std::string& key, int warmup, int iters,
+                      Ms ttl, Cycles& c) {
+  std::mutex m;
+  std::condition_variable cv;
+  bool done = false;
+  int n = 0;
+  std::function<void()> cycle = [&] {
+    auto t0 = Clock::now();
+    client.acquire_async(
+        redlock::AcquireRequest({key}, ttl, 0ms), [&, t0](redlock::AcquireResult r) {
+          auto next = [&, t0](bool ok) {
+            if (n++ >= warmup && ok) c.total.push_back(us_between(t0, Clock::now()));
+            if (!ok) ++c.failed_acquires;
+            if (n < warmup + iters) return cycle();
+            std::lock_guard<std::mutex> lock(m);
+            done = true;
+            cv.notify_all();
+          };
+          if (!r) return next(false);
+          client.release_async(r.lock, [next](redlock::ReleaseResult) { next(true); });
+        });
+  };
+  cycle();
+  std::unique_lock<std::mutex> lock(m);
+  cv.wait(lock, [&] { return done; });
+}
+
 }  // namespace
 
 void use_tls(const std::string& ca_file) { g_tls_ca_file = ca_file; }
 
 void uncontended_latency(const Options& o) {
   auto client = new_client(o.ports);
-  auto c = run_cycles(*client, "bench:lat:" + random_hex(8), o.warmup, o.iters, Ms(o.ttl_ms),
-                      Clock::now() + 60s);
+  const std::string key = "bench:lat:" + random_hex(8);
+  // Blocking and asynchronous forms in alternating blocks, so that both see the same machine.
+  constexpr int kBlock = 250;
+  Cycles blocking, callbacks;
+  auto limit = Clock::now() + 60s;
+  run_cycles(*client, key, o.warmup, 0, Ms(o.ttl_ms), limit);
+  run_async_cycles(*client, key, o.warmup, 0, Ms(o.ttl_ms), callbacks);
+  for (int done = 0; done < o.iters && Clock::now() < limit; done += kBlock) {
+    int block = std::min(kBlock, o.iters - done);
+    auto part = run_cycles(*client, key, 0, block, Ms(o.ttl_ms), limit);
+    blocking.total.insert(blocking.total.end(), part.total.begin(), part.total.end());
+    blocking.acquire.insert(blocking.acquire.end(), part.acquire.begin(), part.acquire.end());
+    blocking.release.insert(blocking.release.end(), part.release.begin(), part.release.end());
+    blocking.failed_acquires += part.failed_acquires;
+    blocking.failed_releases += part.failed_releases;
+    for (const auto& [name, count] : part.errors) blocking.errors[name] += count;
+    run_async_cycles(*client, key, 0, block, Ms(o.ttl_ms), callbacks);
+  }
   auto j = head(o, "uncontended_latency", o.ports.size());
   j.str("key", "one key reused").integer("iters", o.iters).integer("warmup", o.warmup);
-  add_cycles(j, c);
+  add_cycles(j, blocking);
+  j.stats("callbacks_total_us", summarize(callbacks.total))
+      .integer("callbacks_failed_acquires", callbacks.failed_acquires);
   j.emit();
 }
 
