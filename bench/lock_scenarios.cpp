@@ -66,12 +66,11 @@ struct Cycles {
   std::map<std::string, long long> errors;
 };
 
-Cycles run_cycles(redlock::Client& client, const std::string& key, int warmup, int iters, Ms ttl,
-                  Clock::time_point limit) {
-  Cycles c;
-  c.total.reserve(static_cast<std::size_t>(iters));
-  c.acquire.reserve(static_cast<std::size_t>(iters));
-  c.release.reserve(static_cast<std::size_t>(iters));
+// Appends the cycles to `c`.
+void run_cycles_into(Cycles& c, redlock::Client& client, const std::string& key, int warmup,
+                     int iters, Ms ttl, Clock::time_point limit) {
+  for (auto* v : {&c.total, &c.acquire, &c.release})
+    v->reserve(v->size() + static_cast<std::size_t>(iters));
   for (int i = 0; i < warmup + iters && Clock::now() < limit; ++i) {
     bool record = i >= warmup;
     auto t0 = Clock::now();
@@ -95,6 +94,12 @@ Cycles run_cycles(redlock::Client& client, const std::string& key, int warmup, i
     c.acquire.push_back(us_between(t0, t1));
     c.release.push_back(us_between(t1, t2));
   }
+}
+
+Cycles run_cycles(redlock::Client& client, const std::string& key, int warmup, int iters, Ms ttl,
+                  Clock::time_point limit) {
+  Cycles c;
+  run_cycles_into(c, client, key, warmup, iters, ttl, limit);
   return c;
 }
 
@@ -109,8 +114,8 @@ void add_cycles(JsonLine& j, const Cycles& c) {
 
 // The same cycles through the asynchronous forms: each callback starts the next call on the
 // loop thread, so no thread hand-off is measured (the blocking forms make two per cycle).
-void run_async_cycles(redlock::Client& client, const std::string& key, int warmup, int iters,
-                      Ms ttl, Cycles& c) {
+void run_async_cycles_into(Cycles& c, redlock::Client& client, const std::string& key, int warmup,
+                           int iters, Ms ttl) {
   std::mutex m;
   std::condition_variable cv;
   bool done = false;
@@ -147,18 +152,12 @@ void uncontended_latency(const Options& o) {
   constexpr int kBlock = 250;
   Cycles blocking, callbacks;
   auto limit = Clock::now() + 60s;
-  run_cycles(*client, key, o.warmup, 0, Ms(o.ttl_ms), limit);
-  run_async_cycles(*client, key, o.warmup, 0, Ms(o.ttl_ms), callbacks);
+  run_cycles_into(blocking, *client, key, o.warmup, 0, Ms(o.ttl_ms), limit);
+  run_async_cycles_into(callbacks, *client, key, o.warmup, 0, Ms(o.ttl_ms));
   for (int done = 0; done < o.iters && Clock::now() < limit; done += kBlock) {
     int block = std::min(kBlock, o.iters - done);
-    auto part = run_cycles(*client, key, 0, block, Ms(o.ttl_ms), limit);
-    blocking.total.insert(blocking.total.end(), part.total.begin(), part.total.end());
-    blocking.acquire.insert(blocking.acquire.end(), part.acquire.begin(), part.acquire.end());
-    blocking.release.insert(blocking.release.end(), part.release.begin(), part.release.end());
-    blocking.failed_acquires += part.failed_acquires;
-    blocking.failed_releases += part.failed_releases;
-    for (const auto& [name, count] : part.errors) blocking.errors[name] += count;
-    run_async_cycles(*client, key, 0, block, Ms(o.ttl_ms), callbacks);
+    run_cycles_into(blocking, *client, key, 0, block, Ms(o.ttl_ms), limit);
+    run_async_cycles_into(callbacks, *client, key, 0, block, Ms(o.ttl_ms));
   }
   auto j = head(o, "uncontended_latency", o.ports.size());
   j.str("key", "one key reused").integer("iters", o.iters).integer("warmup", o.warmup);
