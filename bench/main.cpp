@@ -36,7 +36,7 @@ const char* kUsage =
     "usage: redlock_scenarios --ports P[,P...] [--scenarios LIST] [options]\n"
     "scenarios (comma list; default uncontended_latency,throughput,contention, the ones\n"
     "shared with peerbench): uncontended_latency throughput contention bad_minority\n"
-    "watchdog_scale floor_latency floor_throughput\n"
+    "watchdog_scale floor_latency floor_throughput handoff_floor\n"
     "options: --iters 2000 --warmup 200 --tput-workers 64 --tput-duration 4\n"
     "  --cont-workers 8 --cont-duration 5 --hold-ms 1 --cont-modes rotate,ffa --cont-wait-ms 2000\n"
     "  --faulty 2 --delayed-ports P,P --held 10000 --lease-ms 3000 --window 6\n"
@@ -187,6 +187,8 @@ int main(int argc, char** argv) {
         floor_latency(o);
       else if (s == "floor_throughput")
         floor_throughput(o);
+      else if (s == "handoff_floor")
+        handoff_floor(o);
       else
         throw std::invalid_argument("unknown scenario " + s);
     } catch (const std::exception& e) {

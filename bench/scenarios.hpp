@@ -51,6 +51,9 @@ void watchdog_scale(const Options& o);
 // The floor: the same round trips by hand with hiredis, no lock library (floor.cpp).
 void floor_latency(const Options& o);
 void floor_throughput(const Options& o);
+// The hand-off floor: one hand-off from a holder to the first in line by hand, the library's
+// scripts on the wire, against a direct hand-off (handoff_floor.cpp).
+void handoff_floor(const Options& o);
 
 // Servers this process has SIGSTOPped; resumed by resume_paused() on every exit path.
 void pause_server(pid_t pid);

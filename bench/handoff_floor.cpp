@@ -1,0 +1,257 @@
+// The hand-off floor: the least time a hand-off from a holder to the first waiter in line takes
+// on these nodes, with the library's own scripts on the wire and one bare hiredis client playing
+// both sides (no library, no threads, no validity arithmetic). It is to the contention gap what
+// the floor (floor.cpp) is to the uncontended cycle. Two protocols, in alternating blocks:
+// - "line", the library's (lib/scripts): the holder's release runs on every node, and each node
+//   gives the first in line its turn (PUBLISH on the waiter's channel). At the first turn heard
+//   the waiter sends its attempt to every node; done at the quorum of grants.
+// - "direct", not in the library (docs/performance.md, "Where the gap at N = 5 goes"): the release
+//   script also writes the waiter's token into the key before it publishes the turn; done when a
+//   quorum of turns is heard. What a direct hand-off could reach, not a protocol we run.
+// Each cycle starts from the same state on every node: the key held by a marked token (so the
+// release announces), the waiter first in line and another waiter behind it.
+#include <hiredis/hiredis.h>
+#include <poll.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common.hpp"
+#include "redlock_scripts.hpp"  // the library's scripts, generated from lib/scripts
+#include "scenarios.hpp"
+
+namespace bench {
+namespace {
+
+// Where the direct variant writes the waiter's token: right before the release publishes a turn.
+constexpr const char* kTurnPublish = "local heard = try('PUBLISH', channel,";
+
+redisContext* connect_node(std::uint16_t port) {
+  timeval tv{2, 0};
+  redisContext* c = redisConnectWithTimeout("127.0.0.1", port, tv);
+  if (c == nullptr || c->err) {
+    std::string why = c ? c->errstr : "out of memory";
+    if (c) redisFree(c);
+    throw std::runtime_error("handoff_floor: cannot connect to port " + std::to_string(port) +
+                             ": " + why);
+  }
+  return c;
+}
+
+std::string call_string(redisContext* c, const std::vector<std::string>& args) {
+  std::vector<const char*> argv;
+  std::vector<std::size_t> lens;
+  for (const auto& a : args) {
+    argv.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  auto* r = static_cast<redisReply*>(
+      redisCommandArgv(c, static_cast<int>(args.size()), argv.data(), lens.data()));
+  if (r == nullptr || r->type == REDIS_REPLY_ERROR) {
+    std::string why = r ? std::string(r->str, r->len) : "connection lost";
+    if (r) freeReplyObject(r);
+    throw std::runtime_error("handoff_floor: " + args[0] + " failed: " + why);
+  }
+  std::string out = r->type == REDIS_REPLY_STRING ? std::string(r->str, r->len) : "";
+  freeReplyObject(r);
+  return out;
+}
+
+class HandoffFloor {
+ public:
+  explicit HandoffFloor(const std::vector<std::uint16_t>& ports) {
+    std::string release = redlock::detail::lua::release_body;
+    auto at = release.find(kTurnPublish);
+    if (at == std::string::npos)
+      throw std::runtime_error(
+          "handoff_floor: lib/scripts/release.lua no longer publishes a turn as this probe "
+          "expects; update bench/handoff_floor.cpp");
+    // The token the direct release writes is fixed in its text: the release's ARGV[4] and on
+    // have a meaning of their own. Every cycle starts by deleting the key.
+    std::string tag = random_hex(8);
+    std::string direct = release;
+    direct.insert(at, "redis.call('SET', key, 'w" + tag + ".', 'PX', 10000) ");
+    key_ = "redlock:bench:handoff:" + tag;
+    channel_ = key_ + ":waiter";
+    ticket_ = channel_ + "#1";
+    for (auto port : ports) {
+      Node n{connect_node(port), connect_node(port)};
+      nodes_.push_back(n);
+      sha_line_ = call_string(n.cmd, {"SCRIPT", "LOAD", release});
+      sha_direct_ = call_string(n.cmd, {"SCRIPT", "LOAD", direct});
+      sha_acquire_ = call_string(n.cmd, {"SCRIPT", "LOAD", redlock::detail::lua::acquire_body});
+      call_string(n.sub, {"SUBSCRIBE", channel_});
+    }
+    quorum_ = nodes_.size() / 2 + 1;
+  }
+  ~HandoffFloor() {
+    for (auto& n : nodes_) {
+      redisFree(n.cmd);
+      redisFree(n.sub);
+    }
+  }
+  HandoffFloor(const HandoffFloor&) = delete;
+  HandoffFloor& operator=(const HandoffFloor&) = delete;
+
+  std::size_t quorum() const { return quorum_; }
+
+  struct Result {
+    double us;
+    int rounds;  // attempt rounds the waiter sent (line only)
+  };
+
+  // One hand-off; `direct` picks the protocol.
+  Result cycle(bool direct) {
+    std::string holder = "h" + random_hex(31) + ".", waiter = "w" + random_hex(31) + ".";
+    std::string marked = holder.substr(0, holder.size() - 1) + "!";
+    for (auto& n : nodes_) {
+      append(n.cmd, {"DEL", key_, key_ + ":turns", key_ + ":queue"});
+      append(n.cmd, {"SET", key_, marked, "PX", "10000"});
+      append(n.cmd, {"ZADD", key_ + ":queue", "1", ticket_, "2", key_ + ":other#2"});
+      append(n.cmd, {"PEXPIRE", key_ + ":queue", "60000"});
+    }
+    for (auto& n : nodes_)
+      for (int i = 0; i < 4; ++i) call_reply(n.cmd);
+
+    auto t0 = Clock::now();
+    for (auto& n : nodes_)
+      append(n.cmd, {"EVALSHA", direct ? sha_direct_ : sha_line_, "1", key_, holder,
+                     "0123456789abcdef", "200"});
+    flush();
+    std::size_t turns = 0, released = 0, attempts_sent = 0, attempt_replies = 0, grants = 0;
+    int rounds = 0;
+    double done_us = -1;
+    auto limit = t0 + std::chrono::seconds(2);
+    auto attempt = [&] {
+      ++rounds;
+      grants = 0;
+      for (auto& n : nodes_)
+        append(n.cmd, {"EVALSHA", sha_acquire_, "1", key_, waiter, "10000", "0", ticket_, "1",
+                       "60000", "200"});
+      attempts_sent += nodes_.size();
+      flush();
+    };
+    while (turns < nodes_.size() || released < nodes_.size() || attempt_replies < attempts_sent) {
+      if (Clock::now() > limit) throw std::runtime_error("handoff_floor: a hand-off took > 2 s");
+      std::vector<pollfd> fds;
+      for (auto& n : nodes_) {
+        fds.push_back(pollfd{n.cmd->fd, POLLIN, 0});
+        fds.push_back(pollfd{n.sub->fd, POLLIN, 0});
+      }
+      if (poll(fds.data(), fds.size(), 100) <= 0) continue;
+      for (std::size_t i = 0; i < nodes_.size(); ++i) {
+        if (fds[2 * i + 1].revents)
+          for (redisReply* r : read(nodes_[i].sub)) {
+            ++turns;
+            freeReplyObject(r);
+            if (direct && turns == quorum_ && done_us < 0) done_us = us_between(t0, Clock::now());
+            if (!direct && rounds == 0) attempt();
+          }
+        if (fds[2 * i].revents)
+          for (redisReply* r : read(nodes_[i].cmd)) {
+            if (r->type == REDIS_REPLY_ERROR) {
+              std::string why(r->str, r->len);
+              freeReplyObject(r);
+              throw std::runtime_error("handoff_floor: " + why);
+            }
+            if (r->type == REDIS_REPLY_ARRAY) {
+              ++attempt_replies;
+              if (r->elements > 0 && r->element[0]->integer == 1 && ++grants == quorum_ &&
+                  done_us < 0)
+                done_us = us_between(t0, Clock::now());
+            } else {
+              ++released;
+            }
+            freeReplyObject(r);
+          }
+      }
+      // A round refused by too many nodes whose release had not run yet: the library's waiter
+      // asks again; so does this one, once every release is in.
+      if (!direct && done_us < 0 && rounds > 0 && attempt_replies == attempts_sent &&
+          released == nodes_.size())
+        attempt();
+    }
+    if (done_us < 0) throw std::runtime_error("handoff_floor: no quorum");
+    return Result{done_us, rounds};
+  }
+
+ private:
+  struct Node {
+    redisContext* cmd;  // commands
+    redisContext* sub;  // the waiter's subscription
+  };
+
+  static void append(redisContext* c, const std::vector<std::string>& args) {
+    std::vector<const char*> argv;
+    std::vector<std::size_t> lens;
+    for (const auto& a : args) {
+      argv.push_back(a.data());
+      lens.push_back(a.size());
+    }
+    redisAppendCommandArgv(c, static_cast<int>(args.size()), argv.data(), lens.data());
+  }
+  void flush() {
+    for (auto& n : nodes_) {
+      int done = 0;
+      while (!done)
+        if (redisBufferWrite(n.cmd, &done) == REDIS_ERR)
+          throw std::runtime_error("handoff_floor: write failed");
+    }
+  }
+  static void call_reply(redisContext* c) {
+    void* r = nullptr;
+    if (redisGetReply(c, &r) != REDIS_OK || r == nullptr)
+      throw std::runtime_error("handoff_floor: connection lost");
+    auto* reply = static_cast<redisReply*>(r);
+    bool error = reply->type == REDIS_REPLY_ERROR;
+    std::string why = error ? std::string(reply->str, reply->len) : "";
+    freeReplyObject(reply);
+    if (error) throw std::runtime_error("handoff_floor: " + why);
+  }
+  static std::vector<redisReply*> read(redisContext* c) {
+    if (redisBufferRead(c) == REDIS_ERR) throw std::runtime_error("handoff_floor: connection lost");
+    std::vector<redisReply*> out;
+    void* r = nullptr;
+    while (redisGetReplyFromReader(c, &r) == REDIS_OK && r != nullptr)
+      out.push_back(static_cast<redisReply*>(r));
+    return out;
+  }
+
+  std::vector<Node> nodes_;
+  std::string key_, channel_, ticket_, sha_line_, sha_direct_, sha_acquire_;
+  std::size_t quorum_ = 1;
+};
+
+}  // namespace
+
+void handoff_floor(const Options& o) {
+  HandoffFloor f(o.ports);
+  std::vector<double> line, direct;
+  long long rounds = 0;
+  constexpr int kBlock = 100;
+  auto limit = Clock::now() + std::chrono::seconds(60);
+  for (int i = 0; i < 2 * (o.warmup + o.iters) && Clock::now() < limit; ++i) {
+    bool is_direct = (i / kBlock) % 2 == 1;
+    auto r = f.cycle(is_direct);
+    if (i < 2 * o.warmup) continue;
+    if (is_direct) {
+      direct.push_back(r.us);
+    } else {
+      line.push_back(r.us);
+      rounds += r.rounds;
+    }
+  }
+  JsonLine()
+      .str("impl", "hiredis-floor")
+      .str("label", o.label)
+      .str("scenario", "handoff_floor")
+      .integer("nodes", static_cast<long long>(o.ports.size()))
+      .integer("quorum", static_cast<long long>(f.quorum()))
+      .stats("line_us", summarize(line))
+      .num("line_attempt_rounds", line.empty() ? 0 : double(rounds) / double(line.size()))
+      .stats("direct_us", summarize(direct))
+      .emit();
+}
+
+}  // namespace bench
