@@ -39,15 +39,22 @@ redisContext* connect_node(std::uint16_t port) {
   return c;
 }
 
-std::string call_string(redisContext* c, const std::vector<std::string>& args) {
-  std::vector<const char*> argv;
-  std::vector<std::size_t> lens;
-  for (const auto& a : args) {
-    argv.push_back(a.data());
-    lens.push_back(a.size());
+// hiredis's argv form of a command.
+struct Argv {
+  explicit Argv(const std::vector<std::string>& args) {
+    for (const auto& a : args) {
+      v.push_back(a.data());
+      len.push_back(a.size());
+    }
   }
-  auto* r = static_cast<redisReply*>(
-      redisCommandArgv(c, static_cast<int>(args.size()), argv.data(), lens.data()));
+  int argc() const { return static_cast<int>(v.size()); }
+  std::vector<const char*> v;
+  std::vector<std::size_t> len;
+};
+
+std::string call_string(redisContext* c, const std::vector<std::string>& args) {
+  Argv a(args);
+  auto* r = static_cast<redisReply*>(redisCommandArgv(c, a.argc(), a.v.data(), a.len.data()));
   if (r == nullptr || r->type == REDIS_REPLY_ERROR) {
     std::string why = r ? std::string(r->str, r->len) : "connection lost";
     if (r) freeReplyObject(r);
@@ -183,13 +190,8 @@ class HandoffFloor {
   };
 
   static void append(redisContext* c, const std::vector<std::string>& args) {
-    std::vector<const char*> argv;
-    std::vector<std::size_t> lens;
-    for (const auto& a : args) {
-      argv.push_back(a.data());
-      lens.push_back(a.size());
-    }
-    redisAppendCommandArgv(c, static_cast<int>(args.size()), argv.data(), lens.data());
+    Argv a(args);
+    redisAppendCommandArgv(c, a.argc(), a.v.data(), a.len.data());
   }
   void flush() {
     for (auto& n : nodes_) {
