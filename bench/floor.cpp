@@ -37,15 +37,8 @@ class Floor {
       : slots_(static_cast<std::size_t>(slots)),
         ttl_(std::to_string(ttl_ms)),
         done_(std::move(done)) {
-    timeval tv{2, 0};
     for (auto port : ports) {
-      redisContext* c = redisConnectWithTimeout("127.0.0.1", port, tv);
-      if (c == nullptr || c->err) {
-        std::string why = c ? c->errstr : "out of memory";
-        if (c) redisFree(c);
-        throw std::runtime_error("floor: cannot connect to port " + std::to_string(port) + ": " +
-                                 why);
-      }
+      redisContext* c = connect_local(port, "floor");
       conns_.push_back(Conn{c, {}});
       auto* r = static_cast<redisReply*>(redisCommand(c, "SCRIPT LOAD %s", kCompareAndDelete));
       if (r == nullptr || r->type != REDIS_REPLY_STRING)

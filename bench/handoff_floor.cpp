@@ -20,24 +20,13 @@
 #include "common.hpp"
 #include "redlock_scripts.hpp"  // the library's scripts, generated from lib/scripts
 #include "scenarios.hpp"
+#include "server_probe.hpp"
 
 namespace bench {
 namespace {
 
 // Where the direct variant writes the waiter's token: right before the release publishes a turn.
 constexpr const char* kTurnPublish = "local heard = try('PUBLISH', channel,";
-
-redisContext* connect_node(std::uint16_t port) {
-  timeval tv{2, 0};
-  redisContext* c = redisConnectWithTimeout("127.0.0.1", port, tv);
-  if (c == nullptr || c->err) {
-    std::string why = c ? c->errstr : "out of memory";
-    if (c) redisFree(c);
-    throw std::runtime_error("handoff_floor: cannot connect to port " + std::to_string(port) +
-                             ": " + why);
-  }
-  return c;
-}
 
 // hiredis's argv form of a command.
 struct Argv {
@@ -83,7 +72,7 @@ class HandoffFloor {
     channel_ = key_ + ":waiter";
     ticket_ = channel_ + "#1";
     for (auto port : ports) {
-      Node n{connect_node(port), connect_node(port)};
+      Node n{connect_local(port, "handoff_floor"), connect_local(port, "handoff_floor")};
       nodes_.push_back(n);
       sha_line_ = call_string(n.cmd, {"SCRIPT", "LOAD", release});
       sha_direct_ = call_string(n.cmd, {"SCRIPT", "LOAD", direct});

@@ -19,16 +19,20 @@ std::string field(const std::string& info, const std::string& name) {
 
 }  // namespace
 
-ServerProbe::ServerProbe(std::uint16_t port) : port_(port) {
+redisContext* connect_local(std::uint16_t port, const std::string& who) {
   timeval tv{2, 0};
-  ctx_ = redisConnectWithTimeout("127.0.0.1", port, tv);
-  if (ctx_ == nullptr || ctx_->err) {
-    std::string why = ctx_ ? ctx_->errstr : "out of memory";
-    if (ctx_) redisFree(ctx_);
-    ctx_ = nullptr;
-    throw std::runtime_error("probe: cannot connect to 127.0.0.1:" + std::to_string(port) + ": " +
+  redisContext* c = redisConnectWithTimeout("127.0.0.1", port, tv);
+  if (c == nullptr || c->err) {
+    std::string why = c ? c->errstr : "out of memory";
+    if (c) redisFree(c);
+    throw std::runtime_error(who + ": cannot connect to 127.0.0.1:" + std::to_string(port) + ": " +
                              why);
   }
+  return c;
+}
+
+ServerProbe::ServerProbe(std::uint16_t port) : port_(port), ctx_(connect_local(port, "probe")) {
+  timeval tv{2, 0};
   redisSetTimeout(ctx_, tv);
   auto pid = field(info("server"), "process_id");
   pid_ = pid.empty() ? -1 : static_cast<pid_t>(std::stol(pid));

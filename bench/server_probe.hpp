@@ -40,4 +40,8 @@ double servers_cpu_seconds(const std::vector<pid_t>& pids);
 // Pids of the servers on these ports (INFO server), -1 where unknown.
 std::vector<pid_t> server_pids(const std::vector<std::uint16_t>& ports);
 
+// A blocking hiredis connection to 127.0.0.1:port (2 s to connect); throws std::runtime_error
+// naming `who` when it cannot be made. The caller frees it with redisFree.
+redisContext* connect_local(std::uint16_t port, const std::string& who);
+
 }  // namespace bench
