@@ -63,14 +63,14 @@ class HandoffFloor {
       throw std::runtime_error(
           "handoff_floor: lib/scripts/release.lua no longer publishes a turn as this probe "
           "expects; update bench/handoff_floor.cpp");
-    // The token the direct release writes is fixed in its text: the release's ARGV[4] and on
+    // The token the direct release writes is fixed in its text: the release's ARGV[3] and on
     // have a meaning of their own. Every cycle starts by deleting the key.
     std::string tag = random_hex(8);
     std::string direct = release;
     direct.insert(at, "redis.call('SET', key, 'w" + tag + ".', 'PX', 10000) ");
     key_ = "redlock:bench:handoff:" + tag;
     channel_ = key_ + ":waiter";
-    ticket_ = channel_ + "#1";
+    ticket_ = channel_ + "#1@200";
     for (auto port : ports) {
       Node n{connect_local(port, "handoff_floor"), connect_local(port, "handoff_floor")};
       nodes_.push_back(n);
@@ -109,8 +109,7 @@ class HandoffFloor {
 
     auto t0 = Clock::now();
     for (auto& n : nodes_)
-      append(n.cmd, {"EVALSHA", direct ? sha_direct_ : sha_line_, "1", key_, holder,
-                     "0123456789abcdef", "200"});
+      append(n.cmd, {"EVALSHA", direct ? sha_direct_ : sha_line_, "1", key_, holder});
     flush();
     std::size_t turns = 0, released = 0, attempts_sent = 0, attempt_replies = 0, grants = 0;
     double done_us = -1;

@@ -782,8 +782,9 @@ std::vector<std::string> Coordinator::keys_of(const std::vector<std::string>& re
 void Coordinator::release_everywhere(const std::vector<std::string>& keys, const std::string& token,
                                      bool announce, const Line* line,
                                      const std::vector<bool>* spare) {
-  Command command{
-      &script_release, keys, {token, announce ? token_digest(token) : "0", ms_arg(turn_length())}};
+  // A real release of no line is the token alone (scripts/release.lua).
+  Command command{&script_release, keys, {token}};
+  if (!announce || line != nullptr) command.args.push_back(announce ? "1" : "0");
   if (line != nullptr) {
     command.args.push_back(line->ticket);
     command.args.push_back(line->place);
@@ -801,7 +802,7 @@ void Coordinator::release_everywhere(const std::vector<std::string>& keys, const
 }
 
 std::string Coordinator::new_ticket(std::uint64_t job_id) const {
-  return turn_channel_ + "#" + std::to_string(job_id);
+  return turn_channel_ + "#" + std::to_string(job_id) + "@" + ms_arg(turn_length());
 }
 
 Command Coordinator::renew_command(const std::vector<const Lease*>& leases) {
@@ -879,9 +880,7 @@ void Coordinator::extend(Lock lock, Milliseconds ttl, Client::ExtendCallback don
 }
 
 void Coordinator::release(Lock lock, Client::ReleaseCallback done) {
-  Command command{&script_release,
-                  keys_of(lock.resources),
-                  {lock.token, token_digest(lock.token), ms_arg(turn_length())}};
+  Command command{&script_release, keys_of(lock.resources), {lock.token}};
   FanOut::start(*this, std::move(command), 1, classify_release,
                 [done = std::move(done)](FanOut& f, std::size_t) {
                   ReleaseResult r;

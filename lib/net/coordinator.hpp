@@ -149,8 +149,8 @@ class Coordinator {
   Milliseconds turn_length() const noexcept {
     return std::max(Milliseconds(100), config_.request_timeout);
   }
-  // A waiter's name in the nodes' queues, "<turn channel>#<job>": the scripts tell its client
-  // on that channel when it is the waiter's turn.
+  // A waiter's name in the nodes' queues, "<turn channel>#<job>@<turn_length in ms>": the
+  // scripts tell its client on that channel when it is the waiter's turn, and give it as long.
   std::string new_ticket(std::uint64_t job_id) const;
   // This client's channel for turns ({prefix}turn:<random>), subscribed with the first waiter.
   const std::string& turn_channel() const noexcept { return turn_channel_; }

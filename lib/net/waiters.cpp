@@ -86,14 +86,17 @@ void Waiters::on_turn(std::string_view payload) {
   auto bar = payload.find('|');
   if (bar == std::string_view::npos) return;
   auto rest = payload.substr(bar + 1);
-  // The ticket is one of ours, "<turn channel>#<job>"; the key follows it.
+  // The ticket is one of ours, "<turn channel>#<job>@<turn's length>"; the key follows it.
   std::string_view ticket;
   std::uint64_t job = 0;
   const auto& mine = coordinator_.turn_channel();
   if (rest.substr(0, mine.size() + 1) == mine + "#") {
     auto end = rest.find('|', mine.size() + 1);
     if (end == std::string_view::npos || end == mine.size() + 1) return;
-    for (char ch : rest.substr(mine.size() + 1, end - mine.size() - 1)) {
+    auto digits = rest.substr(mine.size() + 1, end - mine.size() - 1);
+    digits = digits.substr(0, digits.find('@'));
+    if (digits.empty()) return;
+    for (char ch : digits) {
       if (ch < '0' || ch > '9') return;
       job = job * 10 + static_cast<std::uint64_t>(ch - '0');
     }

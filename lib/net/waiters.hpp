@@ -26,7 +26,7 @@ class Waiter {
   virtual bool wake(const std::string* channel) = 0;
   // True while an attempt of its own is on its way (a notice then only makes it try again).
   virtual bool busy() const = 0;
-  // Its name in the nodes' queues ("<turn channel>#<n>").
+  // Its name in the nodes' queues ("<turn channel>#<n>@<turn's length in ms>").
   virtual const std::string& ticket() const = 0;
   // True when it stands in its key's queue (one key): it asks only when its turn comes.
   virtual bool in_line() const = 0;

@@ -2,7 +2,8 @@
 -- grant. The wait queue (docs/guide-waiting.md, "Waiting in line"), when ARGV[7] is given:
 -- ARGV[4]: the caller's ticket, "<its client's channel>#<n>" ('' when it does not wait);
 -- ARGV[5]: its place (a number, the same on every node); ARGV[6]: how long the nodes keep the
--- queue for it (ms); ARGV[7]: a turn's length (ms).
+-- queue for it (ms); ARGV[7]: a turn's length (ms), for a waiter whose ticket does not say
+-- (a ticket of this version ends in "@<ms>", the length of its own turns).
 -- All keys or none.
 -- Returns {1, fence} when granted: with fencing, the highest of the keys' fence counters after
 -- incrementing each (<key>:fence, no ttl); without, 0.
@@ -94,7 +95,6 @@ local missed = {}
 if ARGV[7] ~= nil and #KEYS == 1 then
   local key = KEYS[1]
   local q, turns = key .. ':queue', key .. ':turns'
-  local length = tonumber(ARGV[7])
   local now
   for i = 0, 15 do
     local first = try('ZRANGE', q, i, i)
@@ -109,6 +109,7 @@ if ARGV[7] ~= nil and #KEYS == 1 then
     if not due then
       local channel = string.match(head, '^(.*)#')
       local heard = channel and try('PUBLISH', channel, name(ARGV[1]) .. '|' .. head .. '|' .. key)
+      local length = tonumber(string.match(head, '@(%d+)$')) or tonumber(ARGV[7])
       if heard and heard > 0 then due = now + length end
       if due and not try('HSET', turns, head, due) then due = nil end
       if due then

@@ -1,19 +1,22 @@
--- KEYS: resource keys; ARGV[1]: token; ARGV[2]: the releaser's name, to announce the release
--- under (a real release), or '0' not to announce the keys it deletes (the clean-up of a failed
--- attempt, which must never wake a waiter; a waiter leaving the line, below, may still begin the
--- next one's turn). Deletes only keys that hold the token; returns how many.
--- The name is the one acquire.lua gives a holder (a digest of the token, never the token), so
--- that a client counts one release once, not once per node; the client computes it, which saves
--- each node a SHA-1 per release. When waiters stand in the key's queue (acquire.lua), it is the
--- first one's turn for ARGV[3] ms: only its client is told, on its channel
--- ("<name>|<ticket>|<key>"), and so are the clients of waiters for several keys
--- ("<name>||<key>"). A turn that nobody hears (the client is gone) passes to the next in line.
+-- KEYS: resource keys; ARGV[1]: token; ARGV[2]: '0' not to announce the keys it deletes (the
+-- clean-up of a failed attempt, which must never wake a waiter; a waiter leaving the line, below,
+-- may still begin the next one's turn), absent or anything else to announce them (a real
+-- release). Deletes only keys that hold the token; returns how many.
+-- A release is announced under the releaser's name, the one acquire.lua gives a holder (a digest
+-- of the token, never the token), so that a client counts one release once, not once per node.
+-- When waiters stand in the key's queue (acquire.lua), it is the first one's turn, for as long as
+-- its ticket says ("<its client's channel>#<n>@<ms>"; 100 ms without one): only its client is
+-- told, on its channel ("<name>|<ticket>|<key>"), and so are the clients of waiters for several
+-- keys ("<name>||<key>"). A turn that nobody hears (the client is gone) passes to the next in line.
 -- With nobody in line, the notice goes to the key's channel <key>:released, where the clients of
 -- waiters for several keys listen, when such waiters signed up (<key>:others).
--- With ARGV[4], a waiter's ticket, and one key: ARGV[5] a place puts it (back) in line (a failed
--- attempt's clean-up: where it was granted, it left the line), the queue kept ARGV[6] ms; ''
+-- With ARGV[3], a waiter's ticket, and one key: ARGV[4] a place puts it (back) in line (a failed
+-- attempt's clean-up: where it was granted, it left the line), the queue kept ARGV[5] ms; ''
 -- takes it out (it stopped waiting: if it was first and the key is free, the next one's turn
 -- begins, announced under its ticket's digest).
+-- The common release, one key and nothing to announce, is sent with the token alone: every
+-- argument costs each node time to parse and to hand to Lua, and a name or a turn's length is
+-- needed only where somebody waits (docs/performance.md).
 -- Every key is deleted before anything is announced, and the line's commands are pcalls (see
 -- acquire.lua): nothing about the line can stop a release.
 
@@ -31,16 +34,16 @@
 -- GET and DEL and nothing else, before anything else is defined: every call, closure and step
 -- in a script costs the server time that a plain command does not (docs/performance.md).
 local freed, checked
-if #KEYS == 1 and ARGV[4] == nil and ARGV[1] ~= '-' then
+if #KEYS == 1 and ARGV[3] == nil and ARGV[1] ~= '-' then
   local value = redis.call('GET', KEYS[1])
   if value == ARGV[1] then
     redis.call('DEL', KEYS[1])
-    if ARGV[2] == nil or ARGV[2] == '0' or string.byte(value, -1) == 46 then return 1 end
+    if ARGV[2] == '0' or string.byte(value, -1) == 46 then return 1 end
     if redis.pcall('EXISTS', KEYS[1] .. ':queue', KEYS[1] .. ':others') == 0 then return 1 end
   elseif value and string.byte(ARGV[1], -1) == 46
       and value == string.sub(ARGV[1], 1, -2) .. '!' then
     redis.call('DEL', KEYS[1])
-    if ARGV[2] == nil or ARGV[2] == '0' then return 1 end
+    if ARGV[2] == '0' then return 1 end
   else
     return 0
   end
@@ -53,7 +56,13 @@ end
 
 local marked = string.byte(ARGV[1], -1) == 46 and string.sub(ARGV[1], 1, -2) .. '!'
 
-local name = ARGV[2]
+-- The releaser's name (see above), worked out only where somebody is told.
+local name
+
+-- How long the turn of the waiter with `ticket` lasts (see above).
+local function turn_length(ticket)
+  return tonumber(string.match(ticket, '@(%d+)$')) or 100
+end
 
 local function try(...)
   local r = redis.pcall(...)
@@ -64,11 +73,11 @@ end
 -- `asked`: nobody_waits(key) was asked already, and said no.
 local function announce(key, asked)
   if not asked and nobody_waits(key) then return end
+  name = name or string.sub(redis.sha1hex(ARGV[1]), 1, 16)
   local q = key .. ':queue'
-  local length = tonumber(ARGV[3] or '')
   -- The line's first (ZRANGE below): none, or an error (a key of another type, an ACL without
   -- ZRANGE), is no line.
-  local time = length and try('TIME')
+  local time = try('TIME')
   if time then
     local turns = key .. ':turns'
     local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
@@ -76,6 +85,7 @@ local function announce(key, asked)
       local first = try('ZRANGE', q, 0, 0)
       local head = first and first[1]
       if not head then break end
+      local length = turn_length(head)
       local due = tonumber(try('HGET', turns, head))
       local channel = string.match(head, '^(.*)#')
       if channel and (not due or due > now) then
@@ -112,7 +122,7 @@ if not freed then
     end
   end
 end
-if ARGV[2] and ARGV[2] ~= '0' then
+if ARGV[2] ~= '0' then
   for _, key in ipairs(freed) do announce(key, checked) end
 end
 
@@ -128,13 +138,13 @@ local function mark(key, value)
   end
 end
 
-local ticket = ARGV[4] or ''
+local ticket = ARGV[3] or ''
 if ticket ~= '' and #KEYS == 1 then
   local q = KEYS[1] .. ':queue'
-  if ARGV[5] ~= '' then
-    if try('ZADD', q, ARGV[5], ticket) then
+  if ARGV[4] ~= '' then
+    if try('ZADD', q, ARGV[4], ticket) then
       local left = try('PTTL', q)
-      if left and left < tonumber(ARGV[6]) then try('PEXPIRE', q, ARGV[6]) end
+      if left and left < tonumber(ARGV[5]) then try('PEXPIRE', q, ARGV[5]) end
     end
   else
     local first = try('ZRANGE', q, 0, 0)

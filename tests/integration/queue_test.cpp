@@ -257,7 +257,7 @@ TEST(Queue, AWaiterThatLeavesTheLineMarksAHolderNobodyInItHadMet) {
   // The key is freed without a word and taken by a quick acquire (a SET NX), which reads no line.
   ASSERT_EQ(cluster[0].command({"SET", "redlock:k", taken.token, "PX", "10000"}), "OK");
   // The gone waiter leaves the line, as its client would (Coordinator::leave_line).
-  cluster[0].command({"EVAL", detail::lua::release_body, "1", "redlock:k", "-", "0", "100",
+  cluster[0].command({"EVAL", detail::lua::release_body, "1", "redlock:k", "-", "0",
                       "redlock:turn:gone#1", "", "0"});
   std::string marked = taken.token;
   marked.back() = '!';
@@ -333,6 +333,60 @@ TEST(Queue, AWaiterThatDoesNotComeHoldsTheLineOnlyForItsTurn) {
     return gone >= 2;
   })) << lines(cluster, kNodes, "k");
   for (auto* c : listeners) redisFree(c);
+}
+
+// A turn lasts as long as its waiter's ticket says (its own client's max(100 ms,
+// request_timeout), "@<ms>"), whoever released the key; 100 ms for a ticket that does not say.
+// The release carries no turn's length of its own (scripts/release.lua).
+TEST(Queue, ATurnLastsAsLongAsItsWaitersTicketSays) {
+  RedisCluster cluster(1);
+  const std::string kChannel = "redlock:turn:0123456789abcdef";
+  auto* listener = redisConnect("127.0.0.1", cluster[0].port());  // the waiter's client
+  ASSERT_TRUE(listener != nullptr && listener->err == 0);
+  auto* reply = static_cast<redisReply*>(redisCommand(listener, "SUBSCRIBE %s", kChannel.c_str()));
+  ASSERT_NE(reply, nullptr);
+  freeReplyObject(reply);
+  Client holder(test::fast_config(cluster));  // its own turns would last 200 ms
+  // How long the turn of `ticket` has left once a marked holder released the key.
+  auto turn_left_ms = [&](const std::string& ticket) -> long long {
+    cluster[0].command({"DEL", "redlock:k:queue", "redlock:k:turns"});
+    cluster[0].command({"ZADD", "redlock:k:queue", "1", ticket});
+    auto held = holder.try_acquire("k", 30000ms);
+    if (!held) return -1;
+    std::string marked = held.lock.token;
+    marked.back() = '!';  // somebody waits: the release tells the line
+    cluster[0].command({"SET", "redlock:k", marked, "XX", "KEEPTTL"});
+    if (!holder.release(held.lock)) return -1;
+    auto due = cluster[0].command({"HGET", "redlock:k:turns", ticket});
+    auto now = cluster[0].command({"EVAL",
+                                   "local t = redis.call('TIME') "
+                                   "return t[1] * 1000 + math.floor(t[2] / 1000)",
+                                   "0"});
+    if (due == "(nil)" || due.empty()) return -1;
+    return std::stoll(due) - std::stoll(now);
+  };
+  auto given = turn_left_ms(kChannel + "#1@1500");
+  EXPECT_GT(given, 1000) << "the turn did not last as long as the ticket says";
+  EXPECT_LE(given, 1500);
+  auto unsaid = turn_left_ms(kChannel + "#2");
+  EXPECT_GE(unsaid, 0) << "no turn was given";
+  EXPECT_LE(unsaid, 100) << "a ticket that does not say gets 100 ms";
+  // A waiter's own ticket says how long its client takes to come.
+  auto config = notices_only(cluster);
+  config.request_timeout = 700ms;
+  Client waiter(config);
+  auto held = holder.try_acquire("k", 30000ms);
+  ASSERT_TRUE(held) << held.message();
+  cluster[0].command({"DEL", "redlock:k:queue", "redlock:k:turns"});
+  auto wait = std::async(std::launch::async, [&] { return waiter.acquire("k", 30000ms, 5000ms); });
+  ASSERT_TRUE(test::eventually([&] { return queue_length(cluster, 0, "k") == "1"; }));
+  auto line = cluster[0].command({"ZRANGE", "redlock:k:queue", "0", "-1"});
+  EXPECT_NE(line.find("@700"), std::string::npos) << line;
+  ASSERT_TRUE(holder.release(held.lock));
+  auto r = wait.get();
+  ASSERT_TRUE(r) << r.message();
+  EXPECT_TRUE(waiter.release(r.lock));
+  redisFree(listener);
 }
 
 // A turn given to a waiter of a live client that has since ended (a node still had it in line)

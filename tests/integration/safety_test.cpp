@@ -365,7 +365,8 @@ TEST(Notices, AReleaseIsAnnouncedUnderTheNameTheAcquireScriptGivesItsHolder) {
 }
 
 // A release that nobody waits for (its token unmarked: no line, no waiter for several keys)
-// tells nobody, and asks nothing: the common release costs a node a GET and a DEL.
+// tells nobody, and asks nothing: the common release costs a node a GET and a DEL, and is sent
+// with the token alone (every argument costs each node time: docs/performance.md).
 TEST(Notices, AReleaseNobodyWaitsForIsNotAnnounced) {
   RedisCluster cluster(3);
   Client a(test::fast_config(cluster));
@@ -379,6 +380,15 @@ TEST(Notices, AReleaseNobodyWaitsForIsNotAnnounced) {
   })) << "the release did not run on the node";
   EXPECT_TRUE(published(monitor, "redlock:res:released", lines).empty());
   for (const auto& l : lines) EXPECT_EQ(l.find("\"EXISTS\""), std::string::npos) << l;
+  std::vector<std::vector<std::string>> releases;
+  for (const auto& l : lines) {
+    auto args = monitor_args(l);
+    if (args.size() >= 2 && args[0] == "EVALSHA" && args[1] == detail::lua::release_sha)
+      releases.push_back(args);
+  }
+  ASSERT_EQ(releases.size(), 1u);
+  EXPECT_EQ(releases[0], (std::vector<std::string>{"EVALSHA", detail::lua::release_sha, "1",
+                                                   "redlock:res", held.lock.token}));
 }
 
 // A token of an older client (32 hex digits, which nobody marks) tells nothing about waiters:
