@@ -338,7 +338,7 @@ class Coordinator::AcquireJob final : public Waiter {
       finish(std::move(r));
       return;
     }
-    digest_ = token_digest(token_);
+    digest_.clear();  // worked out when a refusal is to be read (digest())
     ++attempts_;
     in_attempt_ = true;
     woken_ = false;
@@ -470,13 +470,13 @@ class Coordinator::AcquireJob final : public Waiter {
         if (v.vote == Vote::no &&
             std::find(last_names_.begin(), last_names_.end(), v.holder) != last_names_.end())
           return false;
-      if (!split_winner(nodes, r.votes.quorum, digest_)) return false;
+      if (!split_winner(nodes, r.votes.quorum, digest())) return false;
       beaten_.clear();
       for (const auto& v : nodes)
-        if (v.vote == Vote::no && v.holder != digest_) beaten_.push_back(v.holder);
+        if (v.vote == Vote::no && v.holder != digest()) beaten_.push_back(v.holder);
       kept_ = true;
       fills_in_a_row_ = 0;
-    } else if (!fill_in_may_win(nodes, r.votes.quorum, beaten_, digest_)) {
+    } else if (!fill_in_may_win(nodes, r.votes.quorum, beaten_, digest())) {
       return false;
     }
     auto deadline = validity_deadline(round_start_, ttl_, co_.config().drift_factor);
@@ -523,7 +523,7 @@ class Coordinator::AcquireJob final : public Waiter {
       spare.assign(r.votes.nodes.size(), false);
       for (std::size_t i = 0; i < spare.size(); ++i) {
         const auto& v = r.votes.nodes[i];
-        spare[i] = v.vote == Vote::no && v.holder != digest_;
+        spare[i] = v.vote == Vote::no && v.holder != digest();
       }
     }
     if (keep_going(r, now)) return;
@@ -699,7 +699,13 @@ class Coordinator::AcquireJob final : public Waiter {
   static constexpr Milliseconds kWinnerUnit{5};
   bool kept_ = false;
   Clock::time_point round_start_{};
-  std::string digest_;               // token_digest(token_): our name in the scripts' replies
+  std::string digest_;  // token_digest(token_) once asked for; empty until then
+  // Our name in the scripts' replies. Only a refusal is read by it: a SHA-1 for every attempt
+  // cost an uncontended lock about 4 % of the client's CPU (docs/performance.md).
+  const std::string& digest() {
+    if (digest_.empty()) digest_ = token_digest(token_);
+    return digest_;
+  }
   std::vector<std::string> beaten_;  // the contenders the split winner beat
   Votes kept_votes_;
   int fills_in_a_row_ = 0;
