@@ -117,11 +117,13 @@ void FanOut::start(Coordinator& coordinator, Command command, std::size_t items,
       new FanOut(coordinator, std::move(command), items, classify, std::move(decided), wait_all);
   f->fallback_ = std::move(fallback);
   f->started_ = Clock::now();  // t0: before the first request leaves
+  // One reading of the loop's clocks for every node's request: they leave together.
+  const auto at = Node::SendTime::now(coordinator.loop());
   for (auto& node : coordinator.nodes()) {
     if (known != nullptr && items == 1 && node->index() < known->size() &&
         (*known)[node->index()].vote == Vote::yes) {
       f->record(0, node->index(), (*known)[node->index()]);
-    } else if (auto ec = node->send(f->command_, f)) {
+    } else if (auto ec = node->send(f->command_, f, &at)) {
       auto v = send_failed_vote(*node, ec);
       for (std::size_t i = 0; i < items; ++i) f->record(i, node->index(), v);
     } else {

@@ -105,10 +105,7 @@ void Node::note_error(std::error_code ec, std::string detail) {
 }
 
 std::uint64_t Node::request_deadline() const {
-  // The loop's time is that of the start of its turn; a slow callback earlier in the turn would
-  // leave the deadline in the past already.
-  uv_update_time(loop_);
-  return uv_now(loop_) + static_cast<std::uint64_t>(config_.request_timeout.count());
+  return SendTime::now(loop_).loop_ms + static_cast<std::uint64_t>(config_.request_timeout.count());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -287,9 +284,13 @@ void Node::unsubscribe(const std::string& channel) {
 // ---------------------------------------------------------------------------------------------
 // Sending
 
-std::error_code Node::send(const Command& command, ReplySink* sink) {
+std::error_code Node::send(const Command& command, ReplySink* sink, const SendTime* at) {
   if (state_ == State::shut_down) return make_error_code(Errc::shutting_down);
-  Pending p{&command, sink, request_deadline(), uv_hrtime(), Kind::user, false, false};
+  const SendTime t = at != nullptr ? *at : SendTime::now(loop_);
+  Pending p{
+      &command, sink,       t.loop_ms + static_cast<std::uint64_t>(config_.request_timeout.count()),
+      t.hr_ns,  Kind::user, false,
+      false};
   // Until the connection is open and AUTH and SELECT have succeeded, a caller's command waits
   // here, not on the wire: pipelined behind a failing AUTH or SELECT it would run as the
   // default user or in database 0.

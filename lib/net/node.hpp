@@ -103,7 +103,18 @@ class Node {
   // connecting (resolving its name, connecting, AUTH/SELECT), the command waits for the
   // session within its own timeout; while the node is down (backing off after failed
   // connects), it fails at once with the cause of the last failure.
-  std::error_code send(const Command& command, ReplySink* sink);
+  // `at`: the loop's clocks read once for several nodes (a fan-out); null reads them here.
+  struct SendTime {
+    std::uint64_t loop_ms;  // uv_now() just after uv_update_time()
+    std::uint64_t hr_ns;    // uv_hrtime()
+    static SendTime now(uv_loop_t* loop) {
+      // The loop's time is that of the start of its turn; a slow callback earlier in the turn
+      // would leave a deadline counted from it in the past already.
+      uv_update_time(loop);
+      return SendTime{uv_now(loop), uv_hrtime()};
+    }
+  };
+  std::error_code send(const Command& command, ReplySink* sink, const SendTime* at = nullptr);
   // Fails everything pending with Errc::shutting_down and closes all handles.
   void shutdown();
   // Subscriber nodes: idempotent; remembered across reconnects.
