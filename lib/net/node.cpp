@@ -287,10 +287,8 @@ void Node::unsubscribe(const std::string& channel) {
 std::error_code Node::send(const Command& command, ReplySink* sink, const SendTime* at) {
   if (state_ == State::shut_down) return make_error_code(Errc::shutting_down);
   const SendTime t = at != nullptr ? *at : SendTime::now(loop_);
-  Pending p{
-      &command, sink,       t.loop_ms + static_cast<std::uint64_t>(config_.request_timeout.count()),
-      t.hr_ns,  Kind::user, false,
-      false};
+  const auto deadline = t.loop_ms + static_cast<std::uint64_t>(config_.request_timeout.count());
+  Pending p{&command, sink, deadline, t.hr_ns, Kind::user, false, false};
   // Until the connection is open and AUTH and SELECT have succeeded, a caller's command waits
   // here, not on the wire: pipelined behind a failing AUTH or SELECT it would run as the
   // default user or in database 0.

@@ -1,6 +1,6 @@
 -- KEYS: resource keys; ARGV[1]: token; ARGV[2]: ttl in ms; ARGV[3]: '1' to count a fenced
 -- grant. The wait queue (docs/guide-waiting.md, "Waiting in line"), when ARGV[7] is given:
--- ARGV[4]: the caller's ticket, "<its client's channel>#<n>" ('' when it does not wait);
+-- ARGV[4]: the caller's ticket, "<its client's channel>#<n>@<ms>" ('' when it does not wait);
 -- ARGV[5]: its place (a number, the same on every node); ARGV[6]: how long the nodes keep the
 -- queue for it (ms); ARGV[7]: a turn's length (ms), for a waiter whose ticket does not say
 -- (a ticket of this version ends in "@<ms>", the length of its own turns).
