@@ -94,7 +94,7 @@ MUTANTS = [
      "co_.release_everywhere(keys_, token_, /*announce=*/true, keep_place ? &line : nullptr,",
      "a failed attempt's clean-up wakes waiters"),
     ("cleanup_spares_unanswered", "lib/net/coordinator.cpp",
-     "spare[i] = v.vote == Vote::no && v.holder != digest_;",
+     "spare[i] = v.vote == Vote::no && v.holder != digest();",
      "spare[i] = v.vote != Vote::yes;",
      "a failed attempt's clean-up skips a node that had not answered (and grants it later)"),
     ("turn_copy_wakes_nobody", "lib/net/waiters.cpp",

@@ -2,8 +2,9 @@
 -- grant. The wait queue (docs/guide-waiting.md, "Waiting in line"), when ARGV[7] is given:
 -- ARGV[4]: the caller's ticket, "<its client's channel>#<n>@<ms>" ('' when it does not wait);
 -- ARGV[5]: its place (a number, the same on every node); ARGV[6]: how long the nodes keep the
--- queue for it (ms); ARGV[7]: a turn's length (ms), for a waiter whose ticket does not say
--- (a ticket of this version ends in "@<ms>", the length of its own turns).
+-- queue for it (ms); ARGV[7]: the caller's turn length (ms), given when the acquire keeps to the
+-- line. A turn lasts as long as its waiter's ticket says ("@<ms>"), 100 ms for a ticket without
+-- one, as in release.lua.
 -- All keys or none.
 -- Returns {1, fence} when granted: with fencing, the highest of the keys' fence counters after
 -- incrementing each (<key>:fence, no ttl); without, 0.
@@ -109,7 +110,7 @@ if ARGV[7] ~= nil and #KEYS == 1 then
     if not due then
       local channel = string.match(head, '^(.*)#')
       local heard = channel and try('PUBLISH', channel, name(ARGV[1]) .. '|' .. head .. '|' .. key)
-      local length = tonumber(string.match(head, '@(%d+)$')) or tonumber(ARGV[7])
+      local length = tonumber(string.match(head, '@(%d+)$')) or 100
       if heard and heard > 0 then due = now + length end
       if due and not try('HSET', turns, head, due) then due = nil end
       if due then
