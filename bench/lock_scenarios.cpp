@@ -473,75 +473,54 @@ void contention(const Options& o) {
 // ---------------------------------------------------------------------------------------------
 // A bad minority: uncontended latency with `faulty` of the nodes SIGSTOPped, or behind a delay
 // (their ports replaced by --delayed-ports, fault proxies started by the driver), against the
-// healthy run. The three are measured in alternating blocks, healthy between every faulty block,
-// so that the machine's drift over the seconds of the run falls on all of them alike: a client
-// for the healthy nodes, one through the proxies, and one whose last nodes are paused for its
-// blocks and resumed after each. A paused block lasts three request timeouts, so that it holds
-// both phases of a pause: requests on their way to the paused nodes, then the nodes given up
-// (timed out, reconnecting, backing off). After each, the servers are resumed and that client
-// is let settle (every node answers its status again, behind whatever was queued) before the
-// next block.
+// healthy run, one after the other in this process.
 
 void bad_minority(const Options& o) {
   const auto n = o.ports.size();
   const auto f = static_cast<std::size_t>(o.faulty);
   if (f == 0 || 2 * f >= n)
     throw std::invalid_argument("bad_minority: need a minority of faulty nodes");
-  if (!o.delayed_ports.empty() && o.delayed_ports.size() != f)
-    throw std::invalid_argument("bad_minority: --delayed-ports must list --faulty ports");
   const auto ttl = Ms(o.ttl_ms);
-  constexpr int kRounds = 5;
-  const int block = std::max(1, o.iters / kRounds);
-  const auto paused_block = 3 * redlock::Config{}.request_timeout;
-  const std::string tag = random_hex(8);
-  auto key = [&](const char* fault) { return "bench:bad:" + tag + ":" + fault; };
-  auto limit = Clock::now() + 100s;
-
-  auto healthy_client = new_client(o.ports);
-  std::unique_ptr<redlock::Client> delayed_client;
-  if (!o.delayed_ports.empty()) {
-    auto ports = o.ports;
-    std::copy(o.delayed_ports.begin(), o.delayed_ports.end(), ports.end() - static_cast<long>(f));
-    delayed_client = new_client(ports);
-  }
-  std::vector<std::uint16_t> faulty(o.ports.end() - static_cast<long>(f), o.ports.end());
-  auto pids = server_pids(faulty);
-  for (auto pid : pids)
-    if (pid <= 0) throw std::runtime_error("bad_minority: cannot find the pid of a node");
-  auto paused_client = new_client(o.ports);
-  // Connected and warm, each of them.
-  run_cycles(*healthy_client, key("none"), o.warmup, 0, ttl, limit);
-  if (delayed_client) run_cycles(*delayed_client, key("delay"), o.warmup, 0, ttl, limit);
-  run_cycles(*paused_client, key("paused"), o.warmup, 0, ttl, limit);
-
-  Cycles healthy, delayed, paused;
-  for (int round = 0; round < kRounds && Clock::now() < limit; ++round) {
-    run_cycles_into(healthy, *healthy_client, key("none"), 0, block / 2, ttl, limit);
-    if (delayed_client)
-      run_cycles_into(delayed, *delayed_client, key("delay"), 0, block, ttl, limit);
-    run_cycles_into(healthy, *healthy_client, key("none"), 0, block - block / 2, ttl, limit);
-    for (auto pid : pids) pause_server(pid);
-    run_cycles_into(paused, *paused_client, key("paused"), 0, 10 * block, ttl,
-                    std::min(limit, Clock::now() + paused_block));
-    resume_paused();
-    for (auto settled = Clock::now() + 5s; Clock::now() < settled;) {
-      auto nodes = paused_client->status();
-      if (std::all_of(nodes.begin(), nodes.end(), [](const auto& s) { return s.up; })) break;
-      std::this_thread::sleep_for(20ms);
-    }
-  }
-
   auto emit = [&](const std::string& fault, const Cycles& c, const std::string& note) {
     auto j = head(o, "bad_minority", n);
     j.str("fault", fault).integer("faulty_nodes", static_cast<long long>(f)).str("note", note);
-    j.integer("iters", o.iters).integer("warmup", o.warmup).integer("rounds", kRounds);
+    j.integer("iters", o.iters).integer("warmup", o.warmup);
     add_cycles(j, c);
     j.emit();
   };
-  emit("none", healthy, "healthy, in blocks between the faulty ones");
-  if (delayed_client) emit("delay", delayed, "last nodes behind a delaying proxy");
-  emit("paused", paused,
-       "last nodes SIGSTOPped for each of its blocks (three request timeouts), resumed after it");
+  const std::string tag = random_hex(8);
+
+  {
+    auto client = new_client(o.ports);
+    emit("none",
+         run_cycles(*client, "bench:bad:" + tag + ":none", o.warmup, o.iters, ttl,
+                    Clock::now() + 60s),
+         "healthy");
+  }
+  if (o.delayed_ports.size() == f) {
+    auto ports = o.ports;
+    std::copy(o.delayed_ports.begin(), o.delayed_ports.end(), ports.end() - static_cast<long>(f));
+    auto client = new_client(ports);
+    emit("delay",
+         run_cycles(*client, "bench:bad:" + tag + ":delay", o.warmup, o.iters, ttl,
+                    Clock::now() + 60s),
+         "last nodes behind a delaying proxy");
+  } else if (!o.delayed_ports.empty()) {
+    throw std::invalid_argument("bad_minority: --delayed-ports must list --faulty ports");
+  }
+  {
+    std::vector<std::uint16_t> faulty(o.ports.end() - static_cast<long>(f), o.ports.end());
+    auto pids = server_pids(faulty);
+    for (auto pid : pids)
+      if (pid <= 0) throw std::runtime_error("bad_minority: cannot find the pid of a node");
+    auto client = new_client(o.ports);
+    auto key = "bench:bad:" + tag + ":paused";
+    run_cycles(*client, key, o.warmup, 0, ttl, Clock::now() + 20s);  // connected and warm
+    for (auto pid : pids) pause_server(pid);
+    auto c = run_cycles(*client, key, 0, o.iters, ttl, Clock::now() + 60s);
+    resume_paused();
+    emit("paused", c, "last nodes SIGSTOPped after warm-up, resumed after the run");
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -260,10 +260,6 @@ def main():
     w("")
     if rows:
         w(table(["N = 5", "p50", "p99", "p999", "p50 × healthy", "p99 × healthy", "failed"], rows))
-        if healthy and healthy.get("rounds"):
-            w("")
-            w(f"{healthy['rounds']} rounds of alternating blocks: healthy, delayed, healthy, paused (a paused "
-              "block lasts three request timeouts, then the servers are resumed and the client settles).")
         if "delay" not in bad:
             w("")
             w("The delay case needs the chaos suite's fault proxy (`redlock-fault-proxy`); it was not built.")
