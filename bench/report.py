@@ -88,9 +88,9 @@ def retaken(r):
 
 
 def serves_all(r):
-    """The issue's "no waiter starved": every worker got at least half the mean."""
+    """The issue's "no waiter starved": every worker got at least half the mean (None: unknown)."""
     m = peer_mean(r)
-    return r.get("per_worker_min") is not None and m is not None and r["per_worker_min"] >= m / 2
+    return None if r.get("per_worker_min") is None or m is None else r["per_worker_min"] >= m / 2
 
 
 def table(header, rows):
@@ -241,7 +241,7 @@ def main():
                         f"{pct(retaken(best))}" if best else "–"]
             rows.append(row)
             cont_tsv.append([f"N={n} {mode}", get(o, "acq_per_s"), get(best, "acq_per_s")])
-            fair = max((r for r in nodes_runs if serves_all(r)), key=lambda r: r.get("acq_per_s") or 0, default=None)
+            fair = max((r for r in nodes_runs if serves_all(r) is True), key=lambda r: r.get("acq_per_s") or 0, default=None)
             cont_checks.append((n, mode, o, best, mean, fair))
     w("### 3. Contention: 8 workers on one key, hold ~1 ms")
     w("")
@@ -348,7 +348,7 @@ def main():
     fair_cases = []
     for n, mode, o, best, mean, fair in cont_checks:
         case = f"{n} {mode}"
-        if peers and best is not None and not serves_all(best):
+        if peers and best is not None and serves_all(best) is False:
             fair_cases.append(f"{case}: {ratio(div(get(o, 'acq_per_s'), get(fair, 'acq_per_s')))} "
                               f"({fair.get('setting')})" if fair else f"{case}: no setting served all")
         gap = get(o, "handoff_gap_us.p50")
