@@ -2,9 +2,9 @@
 -- grant. The wait queue (docs/guide-waiting.md, "Waiting in line"), when ARGV[7] is given:
 -- ARGV[4]: the caller's ticket, "<its client's channel>#<n>@<ms>" ('' when it does not wait);
 -- ARGV[5]: its place (a number, the same on every node); ARGV[6]: how long the nodes keep the
--- queue for it (ms); ARGV[7]: the caller's turn length (ms), given when the acquire keeps to the
--- line. A turn lasts as long as its waiter's ticket says ("@<ms>"), 100 ms for a ticket without
--- one, as in release.lua.
+-- queue for it (ms); ARGV[7]: present when the acquire keeps to the line (its value, the client's
+-- turn length, is not read: a turn lasts as long as its waiter's ticket says, "@<ms>", and 100 ms
+-- for a ticket without one, as in release.lua).
 -- All keys or none.
 -- Returns {1, fence} when granted: with fencing, the highest of the keys' fence counters after
 -- incrementing each (<key>:fence, no ttl); without, 0.
