@@ -10,11 +10,18 @@
 //   quorum of turns is heard. What a direct hand-off could reach, not a protocol we run.
 // Each cycle starts from the same state on every node: the key held by a marked token (so the
 // release announces), the waiter first in line and another waiter behind it.
+// Each protocol is measured twice, in the same alternation: "hot", the release sent right after
+// the cycle's set-up, and "after the hold", the release sent once the probe has slept as long as
+// a contention worker holds the lock (--hold-ms). In the contention scenario every CPU idles
+// while the lock is held, and a CPU that has idled that long takes longer to wake (on a virtual
+// machine, the host has descheduled it): the floor after the hold is what the scenario's gap is
+// to be compared with. The hot figure is the wire and the servers alone.
 #include <hiredis/hiredis.h>
 #include <poll.h>
 
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common.hpp"
@@ -92,10 +99,11 @@ class HandoffFloor {
 
   std::size_t quorum() const { return quorum_; }
 
-  // One hand-off, in µs; `direct` picks the protocol. Negative for a split: the waiter's one
-  // attempt (line) found too many nodes whose release had not run yet. The library's waiter
-  // would clean up and ask again; the probe only counts it.
-  double cycle(bool direct) {
+  // One hand-off, in µs; `direct` picks the protocol, `hold` how long the probe sleeps between
+  // the set-up and the release. Negative for a split: the waiter's one attempt (line) found too
+  // many nodes whose release had not run yet. The library's waiter would clean up and ask again;
+  // the probe only counts it.
+  double cycle(bool direct, std::chrono::microseconds hold) {
     std::string holder = "h" + random_hex(31) + ".", waiter = "w" + random_hex(31) + ".";
     std::string marked = holder.substr(0, holder.size() - 1) + "!";
     for (auto& n : nodes_) {
@@ -106,6 +114,7 @@ class HandoffFloor {
     }
     for (auto& n : nodes_)
       for (int i = 0; i < 4; ++i) call_reply(n.cmd);
+    if (hold.count() > 0) std::this_thread::sleep_for(hold);
 
     auto t0 = Clock::now();
     for (auto& n : nodes_)
@@ -204,18 +213,25 @@ class HandoffFloor {
 
 void handoff_floor(const Options& o) {
   HandoffFloor f(o.ports);
-  std::vector<double> line, direct;
+  // Four kinds in turn, a block of each: line and direct, hot and after the hold.
+  struct Kind {
+    bool direct;
+    std::chrono::microseconds hold;
+    std::vector<double> us;
+  };
+  const std::chrono::microseconds hold(o.hold_us);
+  Kind kinds[] = {{false, {}, {}}, {true, {}, {}}, {false, hold, {}}, {true, hold, {}}};
+  constexpr int kKinds = 4, kBlock = 100;
   long long splits = 0;
-  constexpr int kBlock = 100;
   auto limit = Clock::now() + std::chrono::seconds(60);
-  for (int i = 0; i < 2 * (o.warmup + o.iters) && Clock::now() < limit; ++i) {
-    bool is_direct = (i / kBlock) % 2 == 1;
-    double us = f.cycle(is_direct);
-    if (i < 2 * o.warmup) continue;
+  for (int i = 0; i < kKinds * (o.warmup + o.iters) && Clock::now() < limit; ++i) {
+    Kind& k = kinds[(i / kBlock) % kKinds];
+    double us = f.cycle(k.direct, k.hold);
+    if (i < kKinds * o.warmup) continue;
     if (us < 0)
       ++splits;
     else
-      (is_direct ? direct : line).push_back(us);
+      k.us.push_back(us);
   }
   JsonLine()
       .str("impl", "hiredis-floor")
@@ -223,9 +239,12 @@ void handoff_floor(const Options& o) {
       .str("scenario", "handoff_floor")
       .integer("nodes", static_cast<long long>(o.ports.size()))
       .integer("quorum", static_cast<long long>(f.quorum()))
-      .stats("line_us", summarize(line))
+      .stats("line_us", summarize(kinds[0].us))
       .integer("line_splits", splits)
-      .stats("direct_us", summarize(direct))
+      .stats("direct_us", summarize(kinds[1].us))
+      .num("hold_ms", o.hold_us / 1000.0)
+      .stats("line_after_hold_us", summarize(kinds[2].us))
+      .stats("direct_after_hold_us", summarize(kinds[3].us))
       .emit();
 }
 

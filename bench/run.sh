@@ -285,9 +285,10 @@ for n in $LAT_NODES; do
       --tput-workers "$TPUT_WORKERS" --tput-duration "$TPUT_DURATION"
     skipped contention || ours $((2 * CONT_DURATION + 20)) "redlock-cpp N=$n contention" "$n" \
       --scenarios contention --cont-workers "$CONT_WORKERS" --cont-duration "$CONT_DURATION" --hold-ms "$HOLD_MS"
-    # The hand-off floor right after our contention, so that the gap and its floor see the same machine.
-    skipped contention || skipped floor || ours 30 "hiredis-floor N=$n hand-off" "$n" \
-      --scenarios handoff_floor --iters 2000 --warmup 200
+    # The hand-off floor right after our contention, so that the gap and its floor see the same
+    # machine; hot and after the workers' hold (bench/handoff_floor.cpp).
+    skipped contention || skipped floor || ours 45 "hiredis-floor N=$n hand-off" "$n" \
+      --scenarios handoff_floor --iters 1500 --warmup 100 --hold-ms "$HOLD_MS"
   fi
   if ((PEERS)); then
     scen=latency
