@@ -181,23 +181,40 @@ void emit_latency(const Options& o, const std::string& impl, std::size_t quorum,
 
 }  // namespace
 
-void floor_latency(const Options& o) {
-  std::vector<double> total, acquire, release;
-  long long failed = 0;
-  bool recording = false;
-  Floor f(o.ports, 1, o.ttl_ms, [&](int, const Floor::Cycle& c) {
-    if (!recording) return;
-    total.push_back(c.total_us);
-    acquire.push_back(c.acquire_us);
-    release.push_back(c.release_us);
-    if (!c.acquired) ++failed;
-  });
-  auto limit = Clock::now() + std::chrono::seconds(60);
-  for (int i = 0; i < o.warmup + o.iters && Clock::now() < limit; ++i) {
-    recording = i >= o.warmup;
+struct FloorCycles::Impl {
+  explicit Impl(const Options& o)
+      : floor(o.ports, 1, o.ttl_ms, [this](int, const Floor::Cycle& c) { last = c; }) {}
+  Floor floor;
+  Floor::Cycle last{};
+};
+
+FloorCycles::FloorCycles(const Options& o) : impl_(std::make_unique<Impl>(o)) {}
+FloorCycles::~FloorCycles() = default;
+std::size_t FloorCycles::quorum() const { return impl_->floor.quorum(); }
+
+void FloorCycles::run(int iters, std::vector<double>& total, long long& failed,
+                      Clock::time_point limit, std::vector<double>* acquire,
+                      std::vector<double>* release) {
+  auto& f = impl_->floor;
+  for (int i = 0; i < iters && Clock::now() < limit; ++i) {
     f.begin(0);
     while (f.busy(0) && Clock::now() < limit) f.turn(1000);
+    if (f.busy(0)) break;  // out of time inside a cycle: not one to count
+    const auto& c = impl_->last;
+    total.push_back(c.total_us);
+    if (acquire != nullptr) acquire->push_back(c.acquire_us);
+    if (release != nullptr) release->push_back(c.release_us);
+    if (!c.acquired) ++failed;
   }
+}
+
+void floor_latency(const Options& o) {
+  std::vector<double> warm, total, acquire, release;
+  long long warm_failed = 0, failed = 0;
+  FloorCycles f(o);
+  auto limit = Clock::now() + std::chrono::seconds(60);
+  f.run(o.warmup, warm, warm_failed, limit);
+  f.run(o.iters, total, failed, limit, &acquire, &release);
   emit_latency(o, "hiredis-floor", f.quorum(), total, acquire, release, failed);
 }
 

@@ -148,22 +148,34 @@ void use_tls(const std::string& ca_file) { g_tls_ca_file = ca_file; }
 void uncontended_latency(const Options& o) {
   auto client = new_client(o.ports);
   const std::string key = "bench:lat:" + random_hex(8);
-  // Blocking and asynchronous forms in alternating blocks, so that both see the same machine.
+  // Blocking and asynchronous forms, and the floor's own cycles (floor.cpp) on connections of
+  // its own, in alternating blocks, so that all three see the same moments of the machine: a
+  // floor measured in a step of its own, seconds away, moves the ratio with the machine's drift.
+  // The floor speaks plain TCP only: over TLS ports it is left out.
   constexpr int kBlock = 250;
   Cycles blocking, callbacks;
+  std::vector<double> floor_total, floor_warm;
+  long long floor_failed = 0, floor_warm_failed = 0;
+  std::optional<FloorCycles> floor;
+  if (g_tls_ca_file.empty()) floor.emplace(o);
   auto limit = Clock::now() + 60s;
   run_cycles_into(blocking, *client, key, o.warmup, 0, Ms(o.ttl_ms), limit);
   run_async_cycles_into(callbacks, *client, key, o.warmup, 0, Ms(o.ttl_ms));
+  if (floor) floor->run(o.warmup, floor_warm, floor_warm_failed, limit);
   for (int done = 0; done < o.iters && Clock::now() < limit; done += kBlock) {
     int block = std::min(kBlock, o.iters - done);
     run_cycles_into(blocking, *client, key, 0, block, Ms(o.ttl_ms), limit);
     run_async_cycles_into(callbacks, *client, key, 0, block, Ms(o.ttl_ms));
+    if (floor) floor->run(block, floor_total, floor_failed, limit);
   }
   auto j = head(o, "uncontended_latency", o.ports.size());
   j.str("key", "one key reused").integer("iters", o.iters).integer("warmup", o.warmup);
   add_cycles(j, blocking);
   j.stats("callbacks_total_us", summarize(callbacks.total))
       .integer("callbacks_failed_acquires", callbacks.failed_acquires);
+  if (floor)
+    j.stats("floor_alternating_total_us", summarize(floor_total))
+        .integer("floor_alternating_failed_acquires", floor_failed);
   j.emit();
 }
 

@@ -5,7 +5,9 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -50,6 +52,26 @@ void watchdog_scale(const Options& o);
 
 // The floor: the same round trips by hand with hiredis, no lock library (floor.cpp).
 void floor_latency(const Options& o);
+// The floor's sequential cycles, for a scenario of ours that alternates blocks of them with its
+// own, so that a ratio to the floor compares the same moments of the machine (floor.cpp).
+class FloorCycles {
+ public:
+  explicit FloorCycles(const Options& o);
+  ~FloorCycles();
+  FloorCycles(const FloorCycles&) = delete;
+  FloorCycles& operator=(const FloorCycles&) = delete;
+  // Up to `iters` acquire+release cycles, one after the other, none begun after `limit`; each
+  // one's total (µs) is appended to `total` (and its parts to `acquire` and `release` when
+  // given), and a refused acquire counts in `failed`.
+  void run(int iters, std::vector<double>& total, long long& failed,
+           std::chrono::steady_clock::time_point limit, std::vector<double>* acquire = nullptr,
+           std::vector<double>* release = nullptr);
+  std::size_t quorum() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 void floor_throughput(const Options& o);
 // The hand-off floor: one hand-off from a holder to the first in line by hand, the library's
 // scripts on the wire, against a direct hand-off (handoff_floor.cpp).
