@@ -12,10 +12,11 @@
 // release announces), the waiter first in line and another waiter behind it.
 // Each protocol is measured twice, in the same alternation: "hot", the release sent right after
 // the cycle's set-up, and "after the hold", the release sent once the probe has slept as long as
-// a contention worker holds the lock (--hold-ms). In the contention scenario every CPU idles
-// while the lock is held, and a CPU that has idled that long takes longer to wake (on a virtual
-// machine, the host has descheduled it): the floor after the hold is what the scenario's gap is
-// to be compared with. The hot figure is the wire and the servers alone.
+// a contention worker holds the lock (--hold-ms). In the contention scenario nothing runs while
+// the lock is held, and a hand-off that follows a millisecond of quiet takes longer than one
+// right after other traffic (CPUs to wake from idle, colder caches; docs/performance.md measures
+// the effect, not its parts): the floor after the hold is what the scenario's gap is to be
+// compared with. The hot figure is the wire and the servers at their quickest.
 #include <hiredis/hiredis.h>
 #include <poll.h>
 

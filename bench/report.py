@@ -270,8 +270,9 @@ def main():
           "the library's scripts on the wire (line: turn, then an attempt on every node), and with a "
           "release that writes the waiter's token itself (direct: not a protocol the library runs); "
           "hot: the release sent right after the cycle's set-up; after the hold: sent once the probe "
-          "has slept as long as a worker holds the lock, so that every CPU has idled as in the "
-          "scenario (a long-idle CPU is slower to wake). Our gap is compared with the latter.")
+          "has slept as long as a worker holds the lock, so that the machine has been quiet as in "
+          "the scenario (a hand-off after a quiet millisecond is slower). Our gap is compared with "
+          "the latter.")
     else:
         w("(not run)")
     w("")
