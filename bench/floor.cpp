@@ -218,56 +218,79 @@ void floor_latency(const Options& o) {
   emit_latency(o, "hiredis-floor", f.quorum(), total, acquire, release, failed);
 }
 
-void floor_throughput(const Options& o) {
-  std::vector<double> total;
-  long long done = 0, failed = 0;
+struct FloorLoad::Impl {
+  explicit Impl(const Options& o)
+      : floor(o.ports, o.tput_workers, o.ttl_ms,
+              [this](int k, const Floor::Cycle& c) {
+                if (measuring) {
+                  ++w.locks;
+                  w.total.push_back(c.total_us);
+                  if (!c.acquired) ++w.failed;
+                }
+                if (!stopping) floor.begin(k);
+              }),
+        slots(o.tput_workers),
+        pids(server_pids(o.ports)) {}
+  Floor floor;
+  int slots;
+  std::vector<pid_t> pids;
+  Window w;
   bool measuring = false, stopping = false;
-  Floor* fp = nullptr;
-  Floor f(o.ports, o.tput_workers, o.ttl_ms, [&](int k, const Floor::Cycle& c) {
-    if (measuring) {
-      ++done;
-      total.push_back(c.total_us);
-      if (!c.acquired) ++failed;
-    }
-    if (!stopping) fp->begin(k);
-  });
-  fp = &f;
-  auto pids = server_pids(o.ports);
-  for (int k = 0; k < o.tput_workers; ++k) f.begin(k);
-  auto warm_end = Clock::now() + std::chrono::milliseconds(500);
+};
+
+FloorLoad::FloorLoad(const Options& o) : impl_(std::make_unique<Impl>(o)) {}
+FloorLoad::~FloorLoad() = default;
+std::size_t FloorLoad::quorum() const { return impl_->floor.quorum(); }
+
+FloorLoad::Window FloorLoad::run(double warmup_s, double seconds) {
+  auto& m = *impl_;
+  auto& f = m.floor;
+  m.w = Window{};
+  m.stopping = false;
+  for (int k = 0; k < m.slots; ++k) f.begin(k);
+  auto warm_end = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                     std::chrono::duration<double>(warmup_s));
   while (Clock::now() < warm_end) f.turn(100);
-  double cpu0 = self_cpu_seconds(), srv0 = servers_cpu_seconds(pids);
+  double cpu0 = self_cpu_seconds(), srv0 = servers_cpu_seconds(m.pids);
   auto t0 = Clock::now();
-  auto end = t0 + std::chrono::duration_cast<Clock::duration>(
-                      std::chrono::duration<double>(o.tput_duration_s));
-  measuring = true;
+  auto end =
+      t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  m.measuring = true;
   while (Clock::now() < end) f.turn(100);
-  measuring = false;
-  double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
-  double cpu = self_cpu_seconds() - cpu0, srv1 = servers_cpu_seconds(pids);
-  stopping = true;
+  m.measuring = false;
+  m.w.elapsed_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  m.w.client_cpu_s = self_cpu_seconds() - cpu0;
+  double srv1 = servers_cpu_seconds(m.pids);
+  if (srv0 >= 0 && srv1 >= 0) m.w.servers_cpu_s = srv1 - srv0;
+  m.stopping = true;
   auto drain_end = Clock::now() + std::chrono::seconds(2);
   while (f.pending() && Clock::now() < drain_end) f.turn(100);
+  return std::move(m.w);
+}
 
+void floor_throughput(const Options& o) {
+  FloorLoad load(o);
+  auto w = load.run(0.5, o.tput_duration_s);
   JsonLine j;
   j.str("impl", "hiredis-floor")
       .str("label", o.label)
       .str("scenario", "throughput")
       .integer("nodes", static_cast<long long>(o.ports.size()))
-      .integer("quorum", static_cast<long long>(f.quorum()))
+      .integer("quorum", static_cast<long long>(load.quorum()))
       .integer("workers", o.tput_workers)
       .integer("clients", o.tput_workers)
-      .num("duration_s", elapsed)
-      .integer("locks", done)
-      .num("ops_per_s", done / elapsed)
-      .integer("failed_acquires", failed)
-      .stats("total_us", summarize(total));
-  if (done > 0) {
-    j.num("client_cpu_us_per_lock", cpu * 1e6 / static_cast<double>(done))
-        .num("client_cpu_util", cpu / elapsed);
-    if (srv0 >= 0 && srv1 >= 0)
-      j.num("servers_cpu_us_per_lock", (srv1 - srv0) * 1e6 / static_cast<double>(done))
-          .num("servers_cpu_util", (srv1 - srv0) / elapsed);
+      .num("duration_s", w.elapsed_s)
+      .integer("locks", w.locks)
+      .num("ops_per_s", static_cast<double>(w.locks) / w.elapsed_s)
+      .integer("failed_acquires", w.failed)
+      .stats("total_us", summarize(w.total));
+  if (w.locks > 0) {
+    auto locks = static_cast<double>(w.locks);
+    j.num("client_cpu_us_per_lock", w.client_cpu_s * 1e6 / locks)
+        .num("client_cpu_util", w.client_cpu_s / w.elapsed_s);
+    if (w.servers_cpu_s >= 0)
+      j.num("servers_cpu_us_per_lock", w.servers_cpu_s * 1e6 / locks)
+          .num("servers_cpu_util", w.servers_cpu_s / w.elapsed_s);
   }
   j.emit();
 }

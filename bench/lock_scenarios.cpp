@@ -148,16 +148,16 @@ void use_tls(const std::string& ca_file) { g_tls_ca_file = ca_file; }
 void uncontended_latency(const Options& o) {
   auto client = new_client(o.ports);
   const std::string key = "bench:lat:" + random_hex(8);
-  // Blocking and asynchronous forms, and the floor's own cycles (floor.cpp) on connections of
-  // its own, in alternating blocks, so that all three see the same moments of the machine: a
-  // floor measured in a step of its own, seconds away, moves the ratio with the machine's drift.
-  // The floor speaks plain TCP only: over TLS ports it is left out.
+  // Blocking and asynchronous forms in alternating blocks, so that both see the same machine;
+  // with --alternate-floor, the floor's own cycles (floor.cpp, on connections of their own) too:
+  // a floor measured in a step of its own, seconds away, moves the ratio with the machine's
+  // drift. The floor speaks plain TCP only: over TLS ports it is left out.
   constexpr int kBlock = 250;
   Cycles blocking, callbacks;
   std::vector<double> floor_total, floor_warm;
   long long floor_failed = 0, floor_warm_failed = 0;
   std::optional<FloorCycles> floor;
-  if (g_tls_ca_file.empty()) floor.emplace(o);
+  if (o.alternate_floor && g_tls_ca_file.empty()) floor.emplace(o);
   auto limit = Clock::now() + 60s;
   run_cycles_into(blocking, *client, key, o.warmup, 0, Ms(o.ttl_ms), limit);
   run_async_cycles_into(callbacks, *client, key, o.warmup, 0, Ms(o.ttl_ms));
@@ -182,17 +182,25 @@ void uncontended_latency(const Options& o) {
 // ---------------------------------------------------------------------------------------------
 // Many locks in flight on distinct keys: acquire_async -> release_async -> next, from callbacks.
 
-void throughput(const Options& o) {
-  auto client = new_client(o.ports);
-  auto pids = server_pids(o.ports);
-  const std::string tag = random_hex(8);
-  const int slots = o.tput_workers;
+namespace {
 
-  // Touched on the client's loop thread only (callbacks), read after `finished` reached `slots`.
-  std::vector<double> latencies;
-  latencies.reserve(1 << 20);
+// One window of our throughput: every slot a chain of acquire_async -> release_async -> next on
+// its own keys, `warmup_s` unmeasured, `seconds` measured, then what is in flight ends.
+struct TputWindow {
   long long locks = 0;
+  double elapsed_s = 0, client_cpu_s = 0;
+  double servers_cpu_s = -1;  // -1: the servers' CPU could not be read
+  std::vector<double> latencies;
   std::map<std::string, long long> errors;
+};
+
+TputWindow throughput_window(redlock::Client& client, const Options& o,
+                             const std::vector<pid_t>& pids, const std::string& tag,
+                             double warmup_s, double seconds) {
+  const int slots = o.tput_workers;
+  // Touched on the client's loop thread only (callbacks), read after `finished` reached `slots`.
+  TputWindow w;
+  w.latencies.reserve(1 << 20);
   std::vector<std::uint64_t> seq(static_cast<std::size_t>(slots), 0);
 
   std::atomic<bool> measuring{false}, stopping{false};
@@ -209,32 +217,34 @@ void throughput(const Options& o) {
     auto t0 = Clock::now();
     std::string key = "bench:tput:" + tag + ":" + std::to_string(slot) + ":" +
                       std::to_string(seq[static_cast<std::size_t>(slot)]++);
-    client->acquire_async(redlock::AcquireRequest({std::move(key)}, Ms(o.ttl_ms), 0ms),
-                          [&, slot, t0](redlock::AcquireResult r) {
-                            if (!r) {
-                              if (measuring.load()) ++errors[error_name(r.error)];
-                              cycle(slot);
-                              return;
-                            }
-                            client->release_async(r.lock, [&, slot, t0](redlock::ReleaseResult rr) {
-                              if (measuring.load()) {
-                                if (!rr) ++errors["release:" + error_name(rr.error)];
-                                ++locks;
-                                latencies.push_back(us_between(t0, Clock::now()));
-                              }
-                              cycle(slot);
-                            });
-                          });
+    client.acquire_async(redlock::AcquireRequest({std::move(key)}, Ms(o.ttl_ms), 0ms),
+                         [&, slot, t0](redlock::AcquireResult r) {
+                           if (!r) {
+                             if (measuring.load()) ++w.errors[error_name(r.error)];
+                             cycle(slot);
+                             return;
+                           }
+                           client.release_async(r.lock, [&, slot, t0](redlock::ReleaseResult rr) {
+                             if (measuring.load()) {
+                               if (!rr) ++w.errors["release:" + error_name(rr.error)];
+                               ++w.locks;
+                               w.latencies.push_back(us_between(t0, Clock::now()));
+                             }
+                             cycle(slot);
+                           });
+                         });
   };
   for (int s = 0; s < slots; ++s) cycle(s);
-  std::this_thread::sleep_for(500ms);  // warm-up
+  std::this_thread::sleep_for(std::chrono::duration<double>(warmup_s));
   double cpu0 = self_cpu_seconds(), srv0 = servers_cpu_seconds(pids);
   auto t0 = Clock::now();
   measuring = true;
-  std::this_thread::sleep_for(std::chrono::duration<double>(o.tput_duration_s));
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
   measuring = false;
-  double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
-  double cpu = self_cpu_seconds() - cpu0, srv1 = servers_cpu_seconds(pids);
+  w.elapsed_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  w.client_cpu_s = self_cpu_seconds() - cpu0;
+  double srv1 = servers_cpu_seconds(pids);
+  if (srv0 >= 0 && srv1 >= 0) w.servers_cpu_s = srv1 - srv0;
   stopping = true;
   {
     std::unique_lock<std::mutex> lock(m);
@@ -243,20 +253,73 @@ void throughput(const Options& o) {
   }
   // `locks` stopped moving before `measuring` was read false by the callbacks; the mutex above
   // orders everything the loop thread wrote before its last `finished` increment.
+  return w;
+}
+
+// Per-lock figures of a throughput measurement, ours or the floor's.
+void add_rates(JsonLine& j, const std::string& prefix, long long locks, double elapsed_s,
+               double client_cpu_s, double servers_cpu_s) {
+  j.num(prefix + "ops_per_s", static_cast<double>(locks) / elapsed_s);
+  if (locks <= 0) return;
+  auto n = static_cast<double>(locks);
+  j.num(prefix + "client_cpu_us_per_lock", client_cpu_s * 1e6 / n)
+      .num(prefix + "client_cpu_util", client_cpu_s / elapsed_s);
+  if (servers_cpu_s >= 0)
+    j.num(prefix + "servers_cpu_us_per_lock", servers_cpu_s * 1e6 / n)
+        .num(prefix + "servers_cpu_util", servers_cpu_s / elapsed_s);
+}
+
+}  // namespace
+
+void throughput(const Options& o) {
+  auto client = new_client(o.ports);
+  auto pids = server_pids(o.ports);
+  const std::string tag = random_hex(8);
+  // With --alternate-floor, three windows of ours alternate with three of the floor's own load
+  // (floor.cpp, on connections of its own), so that the ratios compare the same moments of the
+  // machine; each window has a short warm-up of its own.
+  TputWindow ours;
+  FloorLoad::Window floor_sum;
+  std::optional<FloorLoad> floor;
+  if (o.alternate_floor && g_tls_ca_file.empty()) floor.emplace(o);
+  const int windows = floor ? 3 : 1;
+  const double warmup = floor ? 0.2 : 0.5, seconds = o.tput_duration_s / windows;
+  bool servers_read = true, floor_servers_read = true;
+  for (int i = 0; i < windows; ++i) {
+    auto w = throughput_window(*client, o, pids, tag + std::to_string(i), warmup, seconds);
+    ours.locks += w.locks;
+    ours.elapsed_s += w.elapsed_s;
+    ours.client_cpu_s += w.client_cpu_s;
+    servers_read = servers_read && w.servers_cpu_s >= 0;
+    ours.servers_cpu_s = (i == 0 ? 0 : ours.servers_cpu_s) + w.servers_cpu_s;
+    ours.latencies.insert(ours.latencies.end(), w.latencies.begin(), w.latencies.end());
+    for (const auto& [k, v] : w.errors) ours.errors[k] += v;
+    if (!floor) continue;
+    auto f = floor->run(warmup, seconds);
+    floor_sum.locks += f.locks;
+    floor_sum.failed += f.failed;
+    floor_sum.elapsed_s += f.elapsed_s;
+    floor_sum.client_cpu_s += f.client_cpu_s;
+    floor_servers_read = floor_servers_read && f.servers_cpu_s >= 0;
+    floor_sum.servers_cpu_s = (i == 0 ? 0 : floor_sum.servers_cpu_s) + f.servers_cpu_s;
+  }
+  if (!servers_read) ours.servers_cpu_s = -1;
+  if (!floor_servers_read) floor_sum.servers_cpu_s = -1;
+
   auto j = head(o, "throughput", o.ports.size());
-  j.integer("workers", slots)
+  j.integer("workers", o.tput_workers)
       .integer("connections_per_node", 1)
-      .num("duration_s", elapsed)
-      .integer("locks", locks)
-      .num("ops_per_s", static_cast<double>(locks) / elapsed)
-      .raw("errors", errors_json(errors))
-      .stats("total_us", summarize(latencies));
-  if (locks > 0) {
-    j.num("client_cpu_us_per_lock", cpu * 1e6 / static_cast<double>(locks))
-        .num("client_cpu_util", cpu / elapsed);
-    if (srv0 >= 0 && srv1 >= 0)
-      j.num("servers_cpu_us_per_lock", (srv1 - srv0) * 1e6 / static_cast<double>(locks))
-          .num("servers_cpu_util", (srv1 - srv0) / elapsed);
+      .num("duration_s", ours.elapsed_s)
+      .integer("locks", ours.locks)
+      .raw("errors", errors_json(ours.errors))
+      .stats("total_us", summarize(ours.latencies));
+  add_rates(j, "", ours.locks, ours.elapsed_s, ours.client_cpu_s, ours.servers_cpu_s);
+  if (floor) {
+    j.integer("floor_alternating_windows", windows)
+        .integer("floor_alternating_locks", floor_sum.locks)
+        .integer("floor_alternating_failed_acquires", floor_sum.failed);
+    add_rates(j, "floor_alternating_", floor_sum.locks, floor_sum.elapsed_s, floor_sum.client_cpu_s,
+              floor_sum.servers_cpu_s);
   }
   j.emit();
 }

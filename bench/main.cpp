@@ -41,6 +41,8 @@ const char* kUsage =
     "  --cont-workers 8 --cont-duration 5 --hold-ms 1 --cont-modes rotate,ffa --cont-wait-ms 2000\n"
     "  --faulty 2 --delayed-ports P,P --held 10000 --lease-ms 3000 --window 6\n"
     "  --ttl 10000 --label TEXT --impl redlock-cpp --max-seconds 120\n"
+    "  --alternate-floor 0 (1: uncontended_latency and throughput also run the floor's own\n"
+    "  cycles, alternating with ours, for ratios of the same moments)\n"
     "  --tls-cacert FILE (the ports are TLS ports: rediss://, this CA trusted)\n";
 
 std::vector<std::string> split(const std::string& s) {
@@ -108,12 +110,13 @@ int main(int argc, char** argv) {
   std::vector<std::string> scenarios{"uncontended_latency", "throughput", "contention"};
   double max_seconds = 120;
   try {
-    static const char* known[] = {"ports",         "scenarios",     "iters",        "warmup",
-                                  "tput-workers",  "tput-duration", "cont-workers", "cont-duration",
-                                  "hold-ms",       "cont-modes",    "cont-wait-ms", "faulty",
-                                  "delayed-ports", "held",          "lease-ms",     "window",
-                                  "ttl",           "label",         "impl",         "max-seconds",
-                                  "tls-cacert"};
+    static const char* known[] = {
+        "ports",         "scenarios",      "iters",        "warmup",
+        "tput-workers",  "tput-duration",  "cont-workers", "cont-duration",
+        "hold-ms",       "cont-modes",     "cont-wait-ms", "faulty",
+        "delayed-ports", "held",           "lease-ms",     "window",
+        "ttl",           "label",          "impl",         "max-seconds",
+        "tls-cacert",    "alternate-floor"};
     for (const auto& [k, v] : args) {
       bool ok = false;
       for (const char* name : known) ok = ok || k == name;
@@ -140,6 +143,7 @@ int main(int argc, char** argv) {
     o.lease_ms = static_cast<int>(number(args, "lease-ms", o.lease_ms, 300, 600000));
     o.window_s = number(args, "window", o.window_s, 0.1, 120);
     o.ttl_ms = static_cast<int>(number(args, "ttl", o.ttl_ms, 100, 600000));
+    o.alternate_floor = number(args, "alternate-floor", 0, 0, 1) != 0;
     max_seconds = number(args, "max-seconds", max_seconds, 1, 3600);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "redlock_scenarios: %s\n%s", e.what(), kUsage);

@@ -19,6 +19,8 @@ struct Options {
   std::string impl = "redlock-cpp";
   std::string label;
   int ttl_ms = 10'000;
+  // uncontended latency and throughput: also run the floor's own cycles, alternating with ours
+  bool alternate_floor = false;
   // uncontended latency
   int iters = 2000;
   int warmup = 200;
@@ -66,6 +68,28 @@ class FloorCycles {
   void run(int iters, std::vector<double>& total, long long& failed,
            std::chrono::steady_clock::time_point limit, std::vector<double>* acquire = nullptr,
            std::vector<double>* release = nullptr);
+  std::size_t quorum() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+// The floor's throughput, o.tput_workers cycles in flight, for a scenario of ours that alternates
+// windows of it with its own (floor.cpp).
+class FloorLoad {
+ public:
+  struct Window {
+    long long locks = 0, failed = 0;
+    double elapsed_s = 0, client_cpu_s = 0;
+    double servers_cpu_s = -1;  // -1: the servers' CPU could not be read
+    std::vector<double> total;  // each lock's acquire+release, µs
+  };
+  explicit FloorLoad(const Options& o);
+  ~FloorLoad();
+  FloorLoad(const FloorLoad&) = delete;
+  FloorLoad& operator=(const FloorLoad&) = delete;
+  // Keeps every slot busy for `warmup_s`, measures `seconds`, then lets what is in flight end.
+  Window run(double warmup_s, double seconds);
   std::size_t quorum() const;
 
  private:
