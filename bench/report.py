@@ -385,7 +385,10 @@ def main():
     r, shown = against_tput_floor("ops_per_s")
     t("locks/s N=5: ≥ 0.8× floor", shown, ge(r, 0.8))
     r = div(get(t5, "ops_per_s"), get(tn5, "ops_per_s"))
-    t("locks/s N=5: ≥ 4× node-redlock", ratio(r) if peers else "no peer", ge(r, 4))
+    # Where the servers' core is the limit, the floor itself may not reach 4×: say so.
+    rf = div(get(t5, "floor_alternating_ops_per_s") or get(tf5, "ops_per_s"), get(tn5, "ops_per_s"))
+    shown = "no peer" if not peers else ratio(r) if rf is None else f"{ratio(r)} (the floor's own: {ratio(rf)})"
+    t("locks/s N=5: ≥ 4× node-redlock", shown, ge(r, 4))
     r, shown = against_tput_floor("client_cpu_us_per_lock")
     t("client CPU per lock N=5: ≤ 1.5× floor's", shown, le(r, 1.5))
     checks = {}  # name -> [(case, shown, ok)]

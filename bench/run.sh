@@ -281,23 +281,24 @@ for n in $LAT_NODES; do
   fi
   # Ours with the floor's own cycles alternating in the same process (--alternate-floor): the
   # ratios the targets judge compare the same moments of the machine.
+  # node-redlock's step of each part runs right after ours, so that the two are seconds apart
+  # (the peer cannot run inside our process as the floor does).
   ours 90 "redlock-cpp N=$n latency" "$n" --scenarios uncontended_latency --iters "$ITERS" \
     --warmup "$WARMUP" --alternate-floor 1
+  ((PEERS)) && node_peer $((ITERS / 500 + 10)) "$n" latency
   if ((tput)); then
     ours $((2 * TPUT_DURATION + 25)) "redlock-cpp N=$n throughput" "$n" --scenarios throughput \
       --tput-workers "$TPUT_WORKERS" --tput-duration "$TPUT_DURATION" --alternate-floor 1
-    skipped contention || ours $((2 * CONT_DURATION + 20)) "redlock-cpp N=$n contention" "$n" \
-      --scenarios contention --cont-workers "$CONT_WORKERS" --cont-duration "$CONT_DURATION" --hold-ms "$HOLD_MS"
-    # The hand-off floor right after our contention, so that the gap and its floor see the same
-    # machine; hot and after the workers' hold (bench/handoff_floor.cpp).
-    skipped contention || skipped floor || ours 45 "hiredis-floor N=$n hand-off" "$n" \
-      --scenarios handoff_floor --iters 1500 --warmup 100 --hold-ms "$HOLD_MS"
-  fi
-  if ((PEERS)); then
-    scen=latency
-    ((tput)) && scen+=",throughput"
-    ((tput)) && ! skipped contention && scen+=",contention"
-    node_peer $((ITERS / 500 + 10 + tput * (TPUT_DURATION + 2 + 4 * (CONT_DURATION + 4)))) "$n" "$scen"
+    ((PEERS)) && node_peer $((TPUT_DURATION + 12)) "$n" throughput
+    if ! skipped contention; then
+      ours $((2 * CONT_DURATION + 20)) "redlock-cpp N=$n contention" "$n" --scenarios contention \
+        --cont-workers "$CONT_WORKERS" --cont-duration "$CONT_DURATION" --hold-ms "$HOLD_MS"
+      # The hand-off floor right after our contention, so that the gap and its floor see the
+      # same machine; hot and after the workers' hold (bench/handoff_floor.cpp).
+      skipped floor || ours 45 "hiredis-floor N=$n hand-off" "$n" \
+        --scenarios handoff_floor --iters 1500 --warmup 100 --hold-ms "$HOLD_MS"
+      ((PEERS)) && node_peer $((4 * (CONT_DURATION + 4) + 10)) "$n" contention
+    fi
   fi
 done
 
