@@ -360,14 +360,17 @@ def main():
     def t(name, measured, ok):
         targets.append([name, measured, verdict(ok)])
 
-    # Against the floor measured in blocks alternating with ours where there is one; the floor
-    # of a step of its own is shown beside it.
-    def against_floor(key, pct):
-        own = div(get(o5, f"{key}.{pct}"), get(f5, f"total_us.{pct}"))
-        alt = div(get(o5, f"{key}.{pct}"), get(o5, f"floor_alternating_total_us.{pct}"))
+    # Against the floor measured alternating with ours (fields floor_alternating_* of our own
+    # record) where there is one; the floor of a step of its own is shown beside it.
+    def against(ours, floor_step, key, floor_key):
+        own = div(get(ours, key), get(floor_step, floor_key))
+        alt = div(get(ours, key), get(ours, f"floor_alternating_{floor_key}"))
         if alt is None:
             return own, ratio(own)
         return alt, f"{ratio(alt)} (against the floor's own step: {ratio(own)})"
+
+    def against_floor(key, pct):
+        return against(o5, f5, f"{key}.{pct}", f"total_us.{pct}")
 
     r, shown = against_floor("total_us", "p50")
     t("uncontended N=5: p50 ≤ 1.1× floor", shown, le(r, 1.1))
@@ -376,11 +379,7 @@ def main():
     r, shown = against_floor("callbacks_total_us", "p50")
     targets.append(["(not a target) the same p50 through the callbacks", shown, "—"])
     def against_tput_floor(key):
-        own = div(get(t5, key), get(tf5, key))
-        alt = div(get(t5, key), get(t5, f"floor_alternating_{key}"))
-        if alt is None:
-            return own, ratio(own)
-        return alt, f"{ratio(alt)} (against the floor's own step: {ratio(own)})"
+        return against(t5, tf5, key, key)
 
     r, shown = against_tput_floor("ops_per_s")
     t("locks/s N=5: ≥ 0.8× floor", shown, ge(r, 0.8))
