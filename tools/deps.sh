@@ -1,7 +1,7 @@
 # Sourced by the scripts in tools/: installs what is missing from Debian 12's packages.
 # `apt-get update` runs at most once, and only when something is missing.
 
-REDLOCK_PACKAGES_BUILD="g++ cmake ninja-build libhiredis-dev libuv1-dev libcli11-dev libssl-dev"
+REDLOCK_PACKAGES_BUILD="g++ cmake ninja-build libhiredis-dev libuv1-dev libcli11-dev libssl-dev liblua5.1-0-dev pkgconf"
 # Tests: GoogleTest, real redis-server processes, clang for the sanitizers, python3 for the
 # mutation check (tools/mutants.py), python3-yaml for the docker-compose check, pkgconf for
 # the pkg-config consumer, nftables and
