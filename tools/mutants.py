@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
 """Mutation check: every deliberate fault in the safety rules must make some test fail.
 
-Copies the working tree's tracked files into a scratch directory, builds the unit, integration
-and CLI tests once, then applies each mutant below in turn (an exact text replacement in one
-file), rebuilds incrementally, and runs ctest until the first failure. Prints a Markdown table of
-mutants and the test that killed each; exits 1 when a mutant survives or no longer applies (its
-text is gone from the source: update the mutant with the code).
+Copies the working tree's tracked files into a scratch directory, builds the unit, integration,
+CLI and simulator tests once, then applies each mutant below in turn (an exact text replacement
+in one file) and rebuilds incrementally. Each mutant first meets the test that killed it last time
+(tools/mutants_killers.tsv): only that test's executable is rebuilt and only that test runs,
+which takes seconds. A mutant it no longer kills, or one without a record, gets the whole suite,
+run until the first failure (after one unmutated run of the whole suite, so a failure means the
+mutant). Prints a Markdown table of mutants and the test that killed each; exits 1 when a mutant
+survives or no longer applies (its text is gone from the source: update the mutant with the
+code). `--record` writes the killers found back to tools/mutants_killers.tsv; `--full` ignores
+the record.
 
-    python3 tools/mutants.py [--jobs N] [--keep] [NAME ...]
+    python3 tools/mutants.py [--jobs N] [--keep] [--full] [--record] [NAME ...]
 """
 import argparse
 import os
@@ -145,6 +150,10 @@ MUTANTS = [
 ]
 
 
+KILLERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mutants_killers.tsv")
+LABELS = "unit|integration|cli|sim"
+
+
 def run(cmd, cwd, log, timeout):
     with open(log, "w") as out:
         return subprocess.run(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
@@ -163,10 +172,49 @@ def first_failure(log):
     return "build failed" if "FAILED:" in text else "?"
 
 
+def read_killers():
+    """The test that killed each mutant last time (tools/mutants_killers.tsv)."""
+    killers = {}
+    if os.path.exists(KILLERS):
+        with open(KILLERS) as f:
+            for line in f:
+                parts = line.rstrip("\n").split("\t")
+                if len(parts) == 2 and not line.startswith("#"):
+                    killers[parts[0]] = parts[1]
+    return killers
+
+
+def write_killers(killers):
+    with open(KILLERS, "w") as f:
+        f.write("# mutant\tthe test that killed it last (tools/mutants.py runs it first)\n")
+        for name, _, _, _, _ in MUTANTS:
+            if name in killers:
+                f.write(f"{name}\t{killers[name]}\n")
+
+
+def test_executables(build, log):
+    """Each ctest test's executable (its target's name), from ctest's own listing."""
+    out = subprocess.run(["ctest", "--test-dir", build, "--show-only=json-v1"],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        return {}
+    import json
+    found = {}
+    for t in json.loads(out.stdout).get("tests", []):
+        cmd = t.get("command") or []
+        if cmd:
+            found[t["name"]] = os.path.basename(cmd[0])
+    return found
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--keep", action="store_true", help="keep the scratch directory")
+    ap.add_argument("--full", action="store_true",
+                    help="ignore the recorded killers: run the whole suite for every mutant")
+    ap.add_argument("--record", action="store_true",
+                    help="write the killers found to tools/mutants_killers.tsv")
     ap.add_argument("names", nargs="*", help="mutants to run (default: all)")
     args = ap.parse_args()
 
@@ -185,6 +233,7 @@ def main():
     if stale:
         sys.exit("mutants that no longer apply (update them with the code): " + ", ".join(stale))
 
+    killers = {} if args.full else read_killers()
     scratch = tempfile.mkdtemp(prefix="redlock-mutants-")
     try:
         files = subprocess.check_output(["git", "ls-files", "-z"], cwd=top).split(b"\0")
@@ -202,18 +251,37 @@ def main():
         log = os.path.join(scratch, "log.txt")
         configure = ["cmake", "-S", scratch, "-B", build, "-G", "Ninja",
                      "-DCMAKE_BUILD_TYPE=RelWithDebInfo", "-DREDLOCK_BUILD_EXAMPLES=OFF"]
-        targets = ["redlock_unit_tests", "redlock_integration_tests", "redlock_cli_tests",
-                   "redlock_cli", "redlock_faulty_host"]
-        build_cmd = ["cmake", "--build", build, "-j", str(args.jobs), "--target"] + targets
-        ctest = ["ctest", "--test-dir", build, "-j", str(args.jobs), "--stop-on-failure",
-                 "--timeout", "120", "-L", "unit|integration|cli"]
+        # What the tests run besides their own executables.
+        helpers = ["redlock_cli", "redlock_faulty_host"]
+        everything = ["redlock_unit_tests", "redlock_integration_tests", "redlock_cli_tests"]
+
+        def build_cmd(targets):
+            return ["cmake", "--build", build, "-j", str(args.jobs), "--target"] + targets
+
+        def ctest(extra):
+            return ["ctest", "--test-dir", build, "-j", str(args.jobs), "--timeout", "120"] + extra
+
         print(f"== baseline build in {scratch}", flush=True)
-        if run(configure, scratch, log, 600) or run(build_cmd, scratch, log, 1800):
+        if run(configure, scratch, log, 600):
+            print(open(log).read()[-4000:])
+            sys.exit("configure failed")
+        executables = test_executables(build, log)
+        # The simulator's tests kill mutants in seconds: build them when they exist.
+        if any(e.startswith("redlock_sim") for e in executables.values()):
+            everything += sorted({e for e in executables.values() if e.startswith("redlock_sim")})
+        if run(build_cmd(everything + helpers), scratch, log, 1800):
             print(open(log).read()[-4000:])
             sys.exit("baseline build failed")
-        if run(ctest, scratch, log, 1800):
-            print(open(log).read()[-4000:])
-            sys.exit("the suite fails without any mutant: fix that first")
+        executables = test_executables(build, log)  # discovered tests are known after the build
+        # The recorded killers must pass without any mutant, or a failure proves nothing.
+        known = sorted({k for n, k in killers.items()
+                        if k in executables and any(n == m[0] for m in chosen)})
+        if known:
+            pattern = "^(" + "|".join(re.escape(k) for k in known) + ")$"
+            if run(ctest(["-R", pattern]), scratch, log, 1800):
+                print(open(log).read()[-4000:])
+                sys.exit("a recorded killer fails without any mutant: fix that first")
+        full_baseline_done = False
 
         rows, survived = [], []
         for name, path, old, new, meaning in chosen:
@@ -223,13 +291,33 @@ def main():
             start = time.time()
             with open(target, "w") as f:
                 f.write(original.replace(old, new, 1))
+            killer, how = None, "full"
             try:
-                if run(configure, scratch, log, 600) or run(build_cmd, scratch, log, 1800):
-                    killer = "does not build"
-                elif run(ctest, scratch, log, 1800):
-                    killer = first_failure(log)
-                else:
-                    killer = None
+                first = killers.get(name)
+                if first in executables:
+                    # Its last killer first: build only what that test runs.
+                    if run(build_cmd([executables[first]] + helpers), scratch, log, 1800):
+                        killer, how = "does not build", "first"
+                    elif run(ctest(["-R", "^" + re.escape(first) + "$"]), scratch, log, 600):
+                        killer, how = first, "first"
+                if killer is None:
+                    if not full_baseline_done:
+                        # The whole suite must pass unmutated before it can judge a mutant.
+                        with open(target, "w") as f:
+                            f.write(original)
+                        if (run(build_cmd(everything + helpers), scratch, log, 1800) or
+                                run(ctest(["--stop-on-failure", "-L", LABELS]), scratch, log,
+                                    1800)):
+                            print(open(log).read()[-4000:])
+                            sys.exit("the suite fails without any mutant: fix that first")
+                        full_baseline_done = True
+                        with open(target, "w") as f:
+                            f.write(original.replace(old, new, 1))
+                    if run(configure, scratch, log, 600) or run(
+                            build_cmd(everything + helpers), scratch, log, 1800):
+                        killer = "does not build"
+                    elif run(ctest(["--stop-on-failure", "-L", LABELS]), scratch, log, 1800):
+                        killer = first_failure(log)
             except subprocess.TimeoutExpired:
                 killer = "timed out"
             finally:
@@ -239,8 +327,10 @@ def main():
             status = "killed" if killer else "SURVIVED"
             if not killer:
                 survived.append(name)
+            elif killer in executables:
+                killers[name] = killer
             rows.append((name, meaning, status, killer or "-", took))
-            print(f"   {name}: {status} by {killer or '-'} ({took:.0f} s)", flush=True)
+            print(f"   {name}: {status} by {killer or '-'} ({how}, {took:.0f} s)", flush=True)
 
         print()
         print("| mutant | fault | result | killed by | time |")
@@ -249,6 +339,8 @@ def main():
             print(f"| `{name}` | {meaning} | {status} | `{killer}` | {took:.0f} s |")
         print()
         print(f"{len(rows) - len(survived)} of {len(rows)} mutants killed")
+        if args.record:
+            write_killers(killers)
         # Restore the build to the unmutated source for --keep users.
         run(configure, scratch, log, 600)
         return 1 if survived else 0
