@@ -105,5 +105,15 @@ expect_usage --driver "$drivers/compose" --nodes "$nodes" crash_storm
 expect_usage --driver "$drivers/compose" --nodes "$nodes" --tls --smoke
 expect_usage --driver "$work/no-such-driver" --nodes "$nodes" --smoke
 
+# 5. The driver itself refuses what it cannot map, without calling docker.
+before=$(wc -l <"$calls")
+for bad in "bogus 0" "kill 5" "kill x" "kill"; do
+  status=0
+  # shellcheck disable=SC2086 # the words of a bad call, split on purpose
+  "$drivers/compose" $bad 2>/dev/null || status=$?
+  [ "$status" = 2 ] || fail "compose $bad exited $status, not 2"
+done
+[ "$(wc -l <"$calls")" = "$before" ] || fail "a refused call reached docker"
+
 echo "compose driver test passed in $(($(date +%s) - started)) s"
 passed=1
