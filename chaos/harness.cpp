@@ -32,6 +32,8 @@ const char* to_string(Tool tool) {
       return "fault proxy";
     case Tool::clock_shim:
       return "clock shim";
+    case Tool::fsync_nodes:
+      return "nodes with appendfsync always";
   }
   return "?";
 }
@@ -197,8 +199,17 @@ Run::Run(const Settings& settings, std::string name, Expect expect)
 Run::~Run() {
   controls_.clear();
   children_.clear();
-  for (std::size_t i = 0; i < nodes_.size(); ++i)
-    if (paused_[i]) nodes_[i]->resume();
+  if (settings_.on_deployment()) {
+    try {
+      restore();  // when finish() did not run
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "redlock_chaos: %s: cannot restore the nodes: %s\n",
+                   outcome_.name.c_str(), e.what());
+    }
+  } else {
+    for (std::size_t i = 0; i < nodes_.size(); ++i)
+      if (paused_[i]) nodes_[i]->resume();
+  }
   nodes_.clear();
   storage_.reset();
   if (log_fd_ >= 0) ::close(log_fd_);
@@ -208,6 +219,34 @@ std::uint16_t Run::storage_port() const { return storage_->port(); }
 
 void Run::start_nodes(std::size_t n, bool persistent,
                       std::vector<std::vector<std::string>> env_per_node) {
+  if (count_ != 0) throw std::runtime_error("start_nodes twice");
+  if (settings_.on_deployment()) {
+    const auto& urls = settings_.deployment_urls;
+    if (n != urls.size() || !env_per_node.empty())
+      throw std::runtime_error("this scenario needs nodes of its own, not a deployment's");
+    for (std::size_t i = 0; i < n; ++i) {
+      auto pong = node_command(settings_.deployment.at(i), {"PING"});
+      if (pong != "PONG" && pong != "(tls)")
+        throw std::runtime_error("node " + std::to_string(i) + " (" +
+                                 settings_.deployment[i].to_string() +
+                                 ") does not answer PING: " + pong);
+    }
+    count_ = n;
+    paused_.assign(n, false);
+    down_.assign(n, false);
+    driver_ = std::make_unique<CommandDriver>(settings_.driver, urls, dir_ + "/driver.log",
+                                              settings_.driver_timeout);
+    std::string list;
+    for (const auto& node : settings_.deployment) list += " " + node.to_string();
+    event(std::to_string(n) + " nodes of the deployment:" + list + "; faults through " +
+          settings_.driver + (persistent ? "; persistence as deployed" : ""));
+    for (std::size_t i = 0; i < n; ++i)
+      if (settings_.deployment[i].tls)
+        note("node " + std::to_string(i) +
+             " speaks TLS only: the runner cannot look at its keys (no ghost or leak check "
+             "there) nor see it go down or come back");
+    return;
+  }
   std::vector<std::string> args;
   if (persistent) args = {"--appendonly", "yes", "--appendfsync", "always"};
   for (std::size_t i = 0; i < n; ++i) {
@@ -219,19 +258,33 @@ void Run::start_nodes(std::size_t n, bool persistent,
     else
       nodes_.push_back(std::make_unique<test::RedisServer>(args, std::string(), env));
     paused_.push_back(false);
+    down_.push_back(false);
   }
+  count_ = nodes_.size();
+  driver_ = std::make_unique<LocalDriver>(nodes_);
   std::string ports;
   for (std::size_t i = 0; i < nodes_.size(); ++i) ports += " " + std::to_string(client_port(i));
   event(std::to_string(n) + " nodes" + (persistent ? " (appendfsync always)" : "") +
         (settings_.tls != nullptr ? " (TLS)" : "") + " on ports" + ports);
 }
 
+test::RedisServer& Run::node(std::size_t i) {
+  if (settings_.on_deployment()) throw std::runtime_error("a deployment's nodes are not ours");
+  return *nodes_.at(i);
+}
+
 std::uint16_t Run::client_port(std::size_t i) const {
+  if (settings_.on_deployment()) throw std::runtime_error("a deployment's nodes are not ours");
   return settings_.tls != nullptr ? nodes_.at(i)->tls_port() : nodes_.at(i)->port();
 }
 
 std::string Run::node_list(const std::vector<std::uint16_t>& ports) const {
   std::string s;
+  if (settings_.on_deployment()) {
+    if (!ports.empty()) throw std::runtime_error("a deployment's nodes are not ours");
+    for (const auto& url : settings_.deployment_urls) s += (s.empty() ? "" : ",") + url;
+    return s;
+  }
   std::size_t n = ports.empty() ? nodes_.size() : ports.size();
   for (std::size_t i = 0; i < n; ++i) {
     if (!s.empty()) s += ",";
@@ -241,51 +294,95 @@ std::string Run::node_list(const std::vector<std::uint16_t>& ports) const {
   return s;
 }
 
-void Run::crash(std::size_t i) {
+void Run::crash(std::size_t i) { apply(Fault::kill, i); }
+void Run::restart(std::size_t i) { apply(Fault::restart, i); }
+void Run::pause(std::size_t i) { apply(Fault::pause, i); }
+void Run::resume(std::size_t i) { apply(Fault::resume, i); }
+
+void Run::apply(Fault verb, std::size_t i) {
+  static const char* const done[] = {"crashed", "paused", "resumed", "restarted"};
+  std::string name = "node " + std::to_string(i);
+  if (!driver_ || i >= count_) throw std::runtime_error("no " + name);
   last_fault_ = Steady::now();
-  paused_.at(i) = false;
-  nodes_.at(i)->kill9();
-  event("node " + std::to_string(i) + " crashed (kill -9)");
+  std::string why;
+  bool ok = driver_->apply(verb, i, why);
+  // A driver command may take a while: a lock command held back by the fault can run until it
+  // returns, and the leak check counts from there.
+  last_fault_ = Steady::now();
+  if (!ok) {
+    check(false, name + ": " + to_string(verb) + " failed: " + why);
+    return;
+  }
+  event(name + " " + done[static_cast<int>(verb)] + " (" + driver_->how(verb) + ")");
+  paused_.at(i) = verb == Fault::pause;
+  if (verb == Fault::kill) down_.at(i) = true;
+  if (verb == Fault::restart) down_.at(i) = false;
+  if (!settings_.on_deployment()) return;
+  // The runner's own processes are known by their pids; a deployment's node is judged by what
+  // it answers. A killed node must stop answering (an orchestrator that restarts it at once, and
+  // empty, changes the scenario); a restarted one must answer again (a node still loading its
+  // AOF answers LOADING), each within a bound.
+  const auto& node = settings_.deployment.at(i);
+  // A TLS node cannot be asked (the runner speaks no TLS), and an open port proves nothing: a
+  // userland proxy in front of a container (docker-proxy) keeps it open while the node is down.
+  if (node.tls) return;
+  if (verb == Fault::kill) {
+    auto end = Steady::now() + 10s;
+    std::string reply;
+    while ((reply = node_command(node, {"PING"}, 500ms)) == "PONG") {
+      if (Steady::now() >= end) {
+        check(false, name + " still answers 10 s after the driver killed it");
+        return;
+      }
+      std::this_thread::sleep_for(50ms);
+    }
+  } else if (verb == Fault::restart) {
+    auto end = Steady::now() + 60s;
+    std::string reply;
+    while ((reply = node_command(node, {"PING"}, 1000ms)) != "PONG") {
+      if (Steady::now() >= end) {
+        check(false, name + " does not answer 60 s after the driver restarted it: " + reply);
+        return;
+      }
+      std::this_thread::sleep_for(50ms);
+    }
+    event(name + " answers again");
+  }
 }
 
-void Run::restart(std::size_t i) {
-  last_fault_ = Steady::now();
-  nodes_.at(i)->restart();
-  paused_.at(i) = false;
-  event("node " + std::to_string(i) + " restarted");
+void Run::restore() {
+  if (!settings_.on_deployment() || !driver_) return;
+  for (std::size_t i = 0; i < count_; ++i) {
+    if (paused_[i]) resume(i);
+    if (down_[i]) restart(i);
+  }
 }
 
-void Run::pause(std::size_t i) {
-  last_fault_ = Steady::now();
-  nodes_.at(i)->pause();
-  paused_.at(i) = true;
-  event("node " + std::to_string(i) + " paused (SIGSTOP)");
-}
-
-void Run::resume(std::size_t i) {
-  last_fault_ = Steady::now();
-  nodes_.at(i)->resume();
-  paused_.at(i) = false;
-  event("node " + std::to_string(i) + " resumed (SIGCONT)");
+std::string Run::node_text(std::size_t i, const std::vector<std::string>& argv) const {
+  if (settings_.on_deployment()) return node_command(settings_.deployment.at(i), argv);
+  return nodes_.at(i)->command(argv);
 }
 
 std::vector<std::string> Run::lock_keys(std::size_t i) {
-  auto& n = *nodes_.at(i);
-  if (!n.running() || paused_[i]) return {};
-  auto text = n.command({"KEYS", "redlock:*"});
+  if (i >= count_ || down_[i] || paused_[i]) return {};
+  if (!settings_.on_deployment() && !nodes_.at(i)->running()) return {};
+  // A deployment may hold other locks: only the suite's resource (and its auxiliary keys) there.
+  auto text = node_text(i, {"KEYS", settings_.on_deployment() ? "redlock:chaos*" : "redlock:*"});
   if (text.empty() || text.rfind("(", 0) == 0) return {};  // none, or an error
   std::vector<std::string> keys;
   for (std::size_t pos = 0; pos <= text.size();) {
     auto nl = text.find('\n', pos);
     if (nl == std::string::npos) nl = text.size();
     auto key = text.substr(pos, nl - pos);
-    // Fence counters ({prefix}{resource}:fence) live without a ttl by design, and waiters'
-    // lines (:queue, :turns, :others) are no locks either.
+    // Fence counters live without a ttl by design, and waiters' lines (queue, turns, others)
+    // are no locks either: named {lock key}:kind, or {lock key}\0kind (lib/core/keys.hpp).
     auto ends = [&](const char* tail) {
       std::size_t n = std::char_traits<char>::length(tail);
       return key.size() >= n && key.compare(key.size() - n, n, tail) == 0;
     };
-    bool other = ends(":fence") || ends(":queue") || ends(":turns") || ends(":others");
+    bool other = ends(":fence") || ends(":queue") || ends(":turns") || ends(":others") ||
+                 key.find('\0') != std::string::npos;
+    if (settings_.on_deployment() && key != "redlock:chaos") other = true;
     if (nl > pos && !other) keys.push_back(key);
     pos = nl + 1;
   }
@@ -444,8 +541,12 @@ Outcome Run::finish() {
       o.problems.push_back("node " + std::to_string(i) + " (redis-server) ended by itself");
   if (!still_running(storage_->pid())) o.problems.push_back("the storage redis-server ended");
   wait_all(30s);
-  for (std::size_t i = 0; i < nodes_.size(); ++i)
-    if (paused_[i]) resume(i);
+  if (settings_.on_deployment()) {
+    restore();
+  } else {
+    for (std::size_t i = 0; i < nodes_.size(); ++i)
+      if (paused_[i]) resume(i);
+  }
   auto ended = Steady::now();
 
   // Every process the run started must have exited normally.
@@ -497,7 +598,7 @@ Outcome Run::finish() {
   o.sections = sections.size();
 
   // Lock keys right after the end (ghosts), then once every ttl has passed (leaks).
-  for (std::size_t i = 0; i < nodes_.size(); ++i) o.ghosts += lock_keys(i).size();
+  for (std::size_t i = 0; i < count_; ++i) o.ghosts += lock_keys(i).size();
   if (o.ghosts > 0)
     note(std::to_string(o.ghosts) + " lock key(s) on the nodes right after the workers ended");
 
@@ -529,11 +630,11 @@ Outcome Run::finish() {
       std::max({ended, last_fault_, healed_ + Ms(healed_ == Steady::time_point{} ? 0 : 3000)});
   auto leak_at = quiet + Ms(max_ttl_ + 300);
   if (Steady::now() < leak_at) std::this_thread::sleep_until(leak_at);
-  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+  for (std::size_t i = 0; i < count_; ++i) {
     for (const auto& key : lock_keys(i)) {
       ++o.leaked;
-      note("leaked: node " + std::to_string(i) + " " + key + " = " +
-           nodes_[i]->command({"GET", key}) + ", pttl " + nodes_[i]->command({"PTTL", key}));
+      note("leaked: node " + std::to_string(i) + " " + key + " = " + node_text(i, {"GET", key}) +
+           ", pttl " + node_text(i, {"PTTL", key}));
     }
   }
 

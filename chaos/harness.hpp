@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "checker.hpp"
+#include "driver.hpp"
 #include "redis_server.hpp"
 
 namespace redlock::chaos {
@@ -25,7 +26,9 @@ namespace redlock::chaos {
 using Ms = std::chrono::milliseconds;
 
 // Fault tools a scenario may need; a scenario whose tool is missing is skipped, not failed.
-enum class Tool { netns_nft, proxy, clock_shim };
+// fsync_nodes: nodes that keep every write across a crash (appendonly yes, appendfsync always);
+// the runner's own nodes are started so, a deployment's are asked.
+enum class Tool { netns_nft, proxy, clock_shim, fsync_nodes };
 const char* to_string(Tool tool);
 
 struct Settings {
@@ -37,6 +40,14 @@ struct Settings {
   // workers and the CLI trust their CA through REDLOCK_TLS_CACERT).
   const test::TlsFiles* tls = nullptr;
   bool verbose = false;
+  // A deployment the runner did not start (--driver): its five nodes, in the order the driver
+  // numbers them, and the fault driver, run as `driver VERB INDEX` (driver.hpp). Empty driver:
+  // the runner starts its own redis-server processes for every scenario.
+  std::string driver;
+  std::vector<std::string> deployment_urls;
+  std::vector<NodeAddress> deployment;
+  Ms driver_timeout{60000};  // one driver command, at most
+  bool on_deployment() const { return !driver.empty(); }
 };
 
 // What a scenario must show.
@@ -158,21 +169,28 @@ class Run {
   const std::string& dir() const { return dir_; }
 
   // --- nodes -------------------------------------------------------------------------------
-  // Starts n independent masters; `persistent`: appendonly yes + appendfsync always.
+  // Starts n independent masters; `persistent`: appendonly yes + appendfsync always. On a
+  // deployment: takes its nodes instead (n must be their number; their persistence is theirs;
+  // a scenario that needs nodes of its own, `env_per_node` or node(), cannot run there).
   void start_nodes(std::size_t n, bool persistent = false,
                    std::vector<std::vector<std::string>> env_per_node = {});
-  std::size_t size() const { return nodes_.size(); }
-  test::RedisServer& node(std::size_t i) { return *nodes_.at(i); }
-  // The port the clients use: node i's TLS port under --tls, else its port.
+  std::size_t size() const { return count_; }
+  // The runner's own node i (throws on a deployment).
+  test::RedisServer& node(std::size_t i);
+  // The port the clients use: node i's TLS port under --tls, else its port (throws on a
+  // deployment).
   std::uint16_t client_port(std::size_t i) const;
   // "redis://127.0.0.1:p1,..." (rediss:// under --tls) over the nodes' client ports, or over
-  // `ports` when given.
+  // `ports` when given; on a deployment, its node list.
   std::string node_list(const std::vector<std::uint16_t>& ports = {}) const;
-  void crash(std::size_t i);    // kill -9
+  // The four faults, through the run's driver (driver.hpp): one code path for the runner's own
+  // processes and for a deployment's. A fault the driver could not apply fails the scenario.
+  void crash(std::size_t i);    // kill -9; stays down
   void restart(std::size_t i);  // start again on the same port (empty unless persistent)
   void pause(std::size_t i);    // SIGSTOP
   void resume(std::size_t i);   // SIGCONT
-  // Lock keys on node i, fence counters aside (bounded by a timeout; none when down or paused).
+  // Lock keys on node i, fence counters and waiting lines aside (bounded by a timeout; none when
+  // down or paused). On a deployment only the suite's own resource is looked at.
   std::vector<std::string> lock_keys(std::size_t i);
   // Network faults were healed just now: requests held back by them may still arrive (TCP
   // retransmits for a while after a partition heals), so the leak check waits longer.
@@ -213,6 +231,12 @@ class Run {
 
  private:
   std::uint16_t storage_port() const;
+  void apply(Fault verb, std::size_t i);
+  // One command on node i (the runner's own, or the deployment's), as text.
+  std::string node_text(std::size_t i, const std::vector<std::string>& argv) const;
+  // Brings a deployment back as the scenario found it: paused nodes resumed, killed ones
+  // restarted.
+  void restore();
 
   Settings settings_;
   std::string dir_;
@@ -221,7 +245,10 @@ class Run {
   std::chrono::steady_clock::time_point started_;
   std::unique_ptr<test::RedisServer> storage_;
   std::vector<std::unique_ptr<test::RedisServer>> nodes_;
+  std::size_t count_ = 0;
+  std::unique_ptr<NodeDriver> driver_;
   std::vector<bool> paused_;
+  std::vector<bool> down_;
   std::vector<std::pair<std::string, std::unique_ptr<Child>>> children_;
   std::vector<std::string> own_status_;  // ids of processes whose exit status is not judged
   std::vector<std::unique_ptr<Control>> controls_;
@@ -241,12 +268,15 @@ struct Scenario {
   std::vector<Tool> needs;
   std::string what;  // one line: what it does and what it proves
   std::function<void(Run&)> body;
+  // It needs nothing but five nodes and the four driver verbs, and its verdict does not depend
+  // on how the nodes were started: it can run against a deployment (--driver).
+  bool deployment = false;
 };
 
 const std::vector<Scenario>& all_scenarios();
 
-// Whether a tool works here; `why` says what is missing.
-bool tool_available(Tool tool, std::string& why);
+// Whether a tool works here (on the deployment, for fsync_nodes); `why` says what is missing.
+bool tool_available(Tool tool, const Settings& settings, std::string& why);
 
 // The report: a header, one line per outcome, and the totals.
 std::string report_header();

@@ -8,6 +8,11 @@
 // fails), --worker PATH, --redlock PATH, -v (events on stderr as they happen), --tls (the
 // nodes speak TLS to the clients: rediss://, certificates made with openssl at start).
 //
+// Against a deployment the runner did not start (docs/chaos.md, "Your own deployment"):
+//   redlock_chaos --driver PROGRAM [--nodes LIST] [--driver-timeout MS] [--smoke|--all|NAME...]
+// PROGRAM is run as `PROGRAM VERB INDEX` for every fault (driver.hpp); LIST, five nodes, is
+// REDLOCK_NODES when not given. Only the scenarios marked "deploy" in --list run there.
+//
 // Exit status: 0 when every scenario that ran showed what it should; 1 when one did not, or a
 // process died of a signal; 2 on usage errors.
 #include <signal.h>
@@ -40,7 +45,8 @@ using namespace redlock::chaos;
 int usage() {
   std::fprintf(stderr,
                "usage: redlock_chaos [--list | --smoke | --all | NAME...] [--tls] [--out DIR]\n"
-               "                     [--worker PATH] [--redlock PATH] [-v]\n");
+               "                     [--worker PATH] [--redlock PATH] [-v]\n"
+               "                     [--driver PROGRAM [--nodes LIST] [--driver-timeout MS]]\n");
   return 2;
 }
 
@@ -59,6 +65,25 @@ bool on_path(const char* program) {
   return false;
 }
 
+// The driver as an absolute path: a name without a slash is looked up on PATH, as a shell
+// would; the runner execs it without one.
+std::string resolve_program(const std::string& program) {
+  namespace fs = std::filesystem;
+  if (program.find('/') != std::string::npos) return fs::absolute(program).string();
+  const char* path = std::getenv("PATH");
+  std::string p = path ? path : "";
+  std::size_t pos = 0;
+  while (pos <= p.size()) {
+    auto colon = p.find(':', pos);
+    auto dir = p.substr(pos, colon == std::string::npos ? std::string::npos : colon - pos);
+    if (!dir.empty() && ::access((dir + "/" + program).c_str(), X_OK) == 0)
+      return fs::absolute(dir + "/" + program).string();
+    if (colon == std::string::npos) break;
+    pos = colon + 1;
+  }
+  return program;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -67,6 +92,7 @@ int main(int argc, char** argv) {
   settings.redlock_path = REDLOCK_CLI_PATH;
   bool list = false, all = false, tls = false;
   std::vector<std::string> names;
+  std::string nodes;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -87,7 +113,17 @@ int main(int argc, char** argv) {
       settings.worker_path = value();
     else if (a == "--redlock")
       settings.redlock_path = value();
-    else if (a == "-v" || a == "--verbose")
+    else if (a == "--driver")
+      settings.driver = value();
+    else if (a == "--nodes")
+      nodes = value();
+    else if (a == "--driver-timeout") {
+      char* end = nullptr;
+      auto v = value();
+      long ms = std::strtol(v.c_str(), &end, 10);
+      if (end == v.c_str() || *end != '\0' || ms <= 0) return usage();
+      settings.driver_timeout = Ms(ms);
+    } else if (a == "-v" || a == "--verbose")
       settings.verbose = true;
     else if (a == "-h" || a == "--help")
       return usage(), 0;
@@ -102,11 +138,66 @@ int main(int argc, char** argv) {
     for (const auto& s : scenarios) {
       std::string needs;
       for (auto t : s.needs) needs += std::string(needs.empty() ? "" : ", ") + to_string(t);
-      std::printf("%-28s %-11s %-5s %s%s\n", s.name.c_str(), to_string(s.expect),
-                  s.smoke ? "smoke" : "", s.what.c_str(),
+      std::printf("%-28s %-11s %-5s %-6s %s%s\n", s.name.c_str(), to_string(s.expect),
+                  s.smoke ? "smoke" : "", s.deployment ? "deploy" : "", s.what.c_str(),
                   needs.empty() ? "" : (" [needs " + needs + "]").c_str());
     }
     return 0;
+  }
+
+  // A deployment: only with a driver, which says how to fault it. Never REDLOCK_NODES alone:
+  // a variable set for everyday use must not turn a test run into one that kills those nodes.
+  if (!nodes.empty() && !settings.on_deployment()) {
+    std::fprintf(stderr,
+                 "redlock_chaos: --nodes needs --driver (how to kill, pause, resume and "
+                 "restart those nodes)\n");
+    return 2;
+  }
+  if (settings.on_deployment()) {
+    if (tls) {
+      std::fprintf(stderr,
+                   "redlock_chaos: --tls starts nodes of its own; a deployment's node "
+                   "list says rediss:// itself\n");
+      return 2;
+    }
+    if (nodes.empty()) {
+      const char* env = std::getenv("REDLOCK_NODES");
+      nodes = env ? env : "";
+    }
+    std::string message;
+    if (nodes.empty()) {
+      std::fprintf(stderr, "redlock_chaos: --driver needs the nodes (--nodes or REDLOCK_NODES)\n");
+      return 2;
+    }
+    if (redlock::parse_node_list(nodes, settings.deployment, message)) {
+      std::fprintf(stderr, "redlock_chaos: --nodes: %s\n", message.c_str());
+      return 2;
+    }
+    if (settings.deployment.size() != 5) {
+      std::fprintf(stderr,
+                   "redlock_chaos: the scenarios fault nodes 0-4 of five; --nodes has %zu\n",
+                   settings.deployment.size());
+      return 2;
+    }
+    for (std::size_t pos = 0; pos <= nodes.size();) {
+      auto comma = nodes.find(',', pos);
+      if (comma == std::string::npos) comma = nodes.size();
+      std::string url = nodes.substr(pos, comma - pos);
+      while (!url.empty() && url.front() == ' ') url.erase(0, 1);
+      while (!url.empty() && url.back() == ' ') url.pop_back();
+      if (!url.empty()) settings.deployment_urls.push_back(url);
+      pos = comma + 1;
+    }
+    if (settings.deployment_urls.size() != settings.deployment.size()) {
+      std::fprintf(stderr, "redlock_chaos: --nodes: cannot split the list\n");
+      return 2;
+    }
+    settings.driver = resolve_program(settings.driver);
+    if (::access(settings.driver.c_str(), X_OK) != 0) {
+      std::fprintf(stderr, "redlock_chaos: --driver %s: not an executable\n",
+                   settings.driver.c_str());
+      return 2;
+    }
   }
   std::vector<const Scenario*> chosen;
   if (!names.empty()) {
@@ -118,11 +209,18 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "redlock_chaos: no scenario named '%s' (see --list)\n", n.c_str());
         return 2;
       }
+      if (settings.on_deployment() && !found->deployment) {
+        std::fprintf(stderr,
+                     "redlock_chaos: '%s' needs nodes of its own; it cannot run on a deployment "
+                     "(--list marks those that can: deploy)\n",
+                     n.c_str());
+        return 2;
+      }
       chosen.push_back(found);
     }
   } else if (all || settings.smoke) {
     for (const auto& s : scenarios)
-      if (all || s.smoke) chosen.push_back(&s);
+      if ((all || s.smoke) && (s.deployment || !settings.on_deployment())) chosen.push_back(&s);
   } else {
     return usage();
   }
@@ -174,6 +272,12 @@ int main(int argc, char** argv) {
 
   std::printf("redlock chaos suite: %zu scenario(s)%s; records and logs in %s\n", chosen.size(),
               settings.smoke ? " (smoke lengths)" : "", settings.out_dir.c_str());
+  if (settings.on_deployment()) {
+    std::printf("against a deployment: these nodes will be killed, paused and restarted by %s\n",
+                settings.driver.c_str());
+    for (std::size_t i = 0; i < settings.deployment.size(); ++i)
+      std::printf("  node %zu: %s\n", i, settings.deployment[i].to_string().c_str());
+  }
   std::printf("%s\n", report_header().c_str());
   std::fflush(stdout);
   std::vector<Outcome> outcomes;
@@ -181,7 +285,7 @@ int main(int argc, char** argv) {
     Outcome o;
     std::string why;
     for (auto t : s->needs) {
-      if (!tool_available(t, why)) {
+      if (!tool_available(t, settings, why)) {
         o.name = s->name;
         o.expect = s->expect;
         o.skipped = true;

@@ -8,6 +8,12 @@
 #   chaos/run.sh NAME...          the named scenarios (chaos/run.sh --list names them)
 #   chaos/run.sh ... -v           every fault and check as it happens, on stderr
 #
+# On your own deployment (docs/chaos.md, "Your own deployment"; it KILLS nodes: staging only):
+#   chaos/run.sh --driver compose --nodes redis://...,...   [--smoke | NAME...]
+#   chaos/run.sh --driver PROGRAM                            (nodes from REDLOCK_NODES)
+# A driver named without a slash is one of chaos/drivers/ (compose, local) if there is one.
+# That mode runs outside any network namespace: the nodes are elsewhere.
+#
 # Records and logs of each scenario go to build/chaos/logs/<scenario>/ (or --out DIR). The
 # exit status is the runner's: 0 when every scenario showed what it must, 1 otherwise.
 set -euo pipefail
@@ -18,7 +24,30 @@ source tools/deps.sh
 redlock_ensure_packages $REDLOCK_PACKAGES_BUILD $REDLOCK_PACKAGES_TEST
 
 args=("$@")
+deployment=0
+for ((i = 0; i < ${#args[@]}; i++)); do
+  if [ "${args[i]}" = --driver ] && [ $((i + 1)) -lt ${#args[@]} ]; then
+    deployment=1
+    name=${args[i + 1]}
+    [[ $name != */* && -x chaos/drivers/$name ]] && args[i + 1]=$PWD/chaos/drivers/$name
+  fi
+done
 [ ${#args[@]} -eq 0 ] && args=(--all)
+# Only options (a deployment run): every scenario that can run there.
+case " ${args[*]} " in
+  *" --smoke "* | *" --all "* | *" --list "*) ;;
+  *)
+    named=0
+    for ((i = 0; i < ${#args[@]}; i++)); do
+      case ${args[i]} in
+        --driver | --nodes | --out | --driver-timeout | --worker | --redlock) i=$((i + 1)) ;;
+        -*) ;;
+        *) named=1 ;;
+      esac
+    done
+    [ $named -eq 1 ] || args+=(--all)
+    ;;
+esac
 case " ${args[*]} " in
   *" --out "* | *" --list "*) ;;
   *) args+=(--out build/chaos/logs) ;;
@@ -29,6 +58,10 @@ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 echo "== building the chaos suite in $dir"
 cmake --build "$dir" -j "$(redlock_jobs)" --target redlock_chaos redlock_chaos_worker redlock_cli
 runner="$dir/chaos/redlock_chaos"
+
+if [ $deployment -eq 1 ]; then
+  exec "$runner" "${args[@]}"
+fi
 
 if unshare -n true 2>/dev/null; then
   exec unshare -n -- sh -c 'ip link set lo up 2>/dev/null; exec "$0" "$@"' "$runner" "${args[@]}"

@@ -43,11 +43,35 @@ std::vector<std::size_t> shuffled(std::size_t n, std::mt19937_64& rng) {
   return v;
 }
 
-bool tool_available(Tool tool, std::string& why) {
+bool tool_available(Tool tool, const Settings& settings, std::string& why) {
   switch (tool) {
+    case Tool::fsync_nodes:
+      // The runner starts its own nodes so. A deployment's must say so: an immediate restart of
+      // a node that lost its last second of writes is the negative control, not a pass.
+      for (std::size_t i = 0; i < settings.deployment.size(); ++i) {
+        const auto& node = settings.deployment[i];
+        if (node.tls) {
+          why = "node " + std::to_string(i) + " speaks TLS only: its persistence is unknown here";
+          return false;
+        }
+        auto aof = node_command(node, {"CONFIG", "GET", "appendonly"});
+        auto fsync = node_command(node, {"CONFIG", "GET", "appendfsync"});
+        if (aof != "appendonly\nyes" || fsync != "appendfsync\nalways") {
+          why = "node " + std::to_string(i) + " does not say appendonly yes, appendfsync always (" +
+                aof.substr(0, 60) + "; " + fsync.substr(0, 60) + ")";
+          for (auto& c : why)
+            if (c == '\n') c = ' ';
+          return false;
+        }
+      }
+      return true;
     case Tool::proxy:
       return true;
     case Tool::netns_nft:
+      if (settings.on_deployment()) {
+        why = "not on a deployment";
+        return false;
+      }
       if (!in_private_netns()) {
         why = "not in a private network namespace (run under unshare -n: chaos/run.sh does)";
         return false;
