@@ -36,7 +36,8 @@ if(internal)
 endif()
 # And the public API is there: the check would pass on an empty library otherwise.
 foreach(needed "redlock::Client::Client(" "redlock::Mutex::lock()" "redlock::HeldLock::release()"
-               "redlock::error_category()" "redlock::Config::from_node_list(" "redlock::Error")
+               "redlock::error_category()" "redlock::Config::from_node_list(" "redlock::Error"
+               "redlock::version()")
   string(FIND "${exported}" "${needed}" at)
   if(at EQUAL -1)
     message(FATAL_ERROR "${LIBRARY} does not export ${needed}")
