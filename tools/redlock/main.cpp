@@ -24,14 +24,19 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "duration.hpp"
 #include "redlock/redlock.hpp"
+#include "show.hpp"
 
 extern char** environ;
 
@@ -40,24 +45,32 @@ namespace {
 using redlock::Errc;
 using redlock::Milliseconds;
 
-enum Exit { kOk = 0, kNotHeld = 1, kUsage = 2, kNoQuorum = 3, kLost = 4 };
+enum Exit { kOk = 0, kNotHeld = 1, kUsage = 2, kNoQuorum = 3, kLost = 4, kRefused = 5 };
 
 struct Globals {
   std::string nodes;
-  std::optional<long> ttl_ms;
-  std::optional<long> restart_guard_ms;
+  // Durations as given (units allowed: duration.hpp), converted in make_config.
+  std::optional<std::string> ttl;
+  std::optional<std::string> restart_guard;
   std::optional<std::string> prefix;
-  std::optional<long> connect_timeout_ms;
-  std::optional<long> request_timeout_ms;
+  std::optional<std::string> connect_timeout;
+  std::optional<std::string> request_timeout;
   std::optional<int> retry_count;
-  std::optional<long> retry_delay_ms;
-  std::optional<long> retry_jitter_ms;
+  std::optional<std::string> retry_delay;
+  std::optional<std::string> retry_jitter;
   std::optional<double> drift_factor;
   bool quiet = false;
+  bool no_persistence_warning = false;
   // TLS, with redis-cli's option names: --tls makes every node rediss://.
   bool tls = false;
   redlock::TlsOptions tls_options;
+  // Set by `status`: its table shows the warnings, so stderr does not repeat them.
+  bool warnings_in_table = false;
 };
+
+// stdout was closed when redlock started (`>&-`): it now points at /dev/null, where a token
+// would be lost.
+bool g_stdout_was_closed = false;
 
 int exit_code_for(std::error_code ec) {
   if (!ec) return kOk;
@@ -67,28 +80,101 @@ int exit_code_for(std::error_code ec) {
   return kNoQuorum;
 }
 
+[[noreturn]] void usage_error(const std::string& message) {
+  throw redlock::Error(make_error_code(Errc::invalid_argument), message);
+}
+
+// A duration option's value; a usage error naming the option when it is not one.
+std::optional<Milliseconds> duration_of(const char* option,
+                                        const std::optional<std::string>& text) {
+  if (!text) return std::nullopt;
+  std::string why;
+  auto d = redlock::cli::parse_duration(*text, why);
+  if (!d) usage_error(std::string(option) + ": " + why);
+  return d;
+}
+
+// A safeguard warning is "node ADDR: WHAT: WHY...". Persistence warnings are condensed to their
+// first clause and a consequence, once per node and call (a reconnect does not repeat them);
+// --no-persistence-warning drops them. Others are shown as they are.
+class WarningPrinter {
+ public:
+  explicit WarningPrinter(const Globals& g)
+      : quiet_(g.quiet), no_persistence_(g.no_persistence_warning) {}
+
+  static bool is_persistence(const std::string& text) {
+    return text.rfind("persistence off", 0) == 0 || text.rfind("appendfsync ", 0) == 0;
+  }
+  // "persistence off (appendonly no): a crash or restart forgets its locks"
+  static std::string condensed(const std::string& text) {
+    auto clause = text.substr(0, text.find(':'));
+    return clause + ": a crash or restart can forget its locks";
+  }
+
+  void operator()(const std::string& line) {
+    if (quiet_) return;
+    // "node ADDR: TEXT"
+    auto colon = line.find(": ");
+    std::string node = colon == std::string::npos ? std::string() : line.substr(0, colon);
+    std::string text = colon == std::string::npos ? line : line.substr(colon + 2);
+    bool persistence = is_persistence(text);
+    if (persistence && no_persistence_) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!seen_.insert(node + '\n' + (persistence ? "persistence" : text)).second) return;
+    std::string out = "redlock: warning: " + node + ": " + (persistence ? condensed(text) : text);
+    if (persistence && !hinted_) {
+      hinted_ = true;
+      out += " (docs/operations.md; --no-persistence-warning hides this)";
+    }
+    std::cerr << out << '\n';
+  }
+
+ private:
+  bool quiet_, no_persistence_;
+  std::mutex mutex_;
+  std::set<std::string> seen_;
+  bool hinted_ = false;
+};
+
+// N = 1 tolerates no failure; an even N tolerates no more than N - 1: a quorum is N/2 + 1.
+void warn_fault_tolerance(const Globals& g, std::size_t n) {
+  if (g.quiet || n == 0 || n % 2 == 1) {
+    if (n == 1 && !g.quiet)
+      std::cerr << "redlock: warning: 1 node tolerates no failure: when it is down no lock can "
+                   "be taken, when it restarts without persistence every lock is forgotten; "
+                   "use 3 or 5 independent masters\n";
+    return;
+  }
+  std::size_t tolerated = (n - 1) / 2;
+  std::cerr << "redlock: warning: " << n << " nodes tolerate " << tolerated << " failure"
+            << (tolerated == 1 ? "" : "s") << ", as " << n - 1 << " node"
+            << (n - 1 == 1 ? " does" : "s do") << " (a quorum is " << n / 2 + 1 << " of " << n
+            << "); use an odd number of nodes\n";
+}
+
 // The configuration from the options; throws redlock::Error on a bad list or option.
 redlock::Config make_config(const Globals& g) {
   if (g.nodes.empty())
     throw redlock::Error(make_error_code(Errc::invalid_config),
                          "no nodes: pass --nodes or set REDLOCK_NODES");
   auto c = redlock::Config::from_node_list(g.nodes);
-  // Safeguard warnings (persistence) are diagnostics: shown unless --quiet.
-  c.on_warning = [quiet = g.quiet](const std::string& warning) {
-    if (!quiet) std::cerr << "redlock: warning: " << warning << '\n';
+  auto printer = std::make_shared<WarningPrinter>(g);
+  c.on_warning = [printer, in_table = g.warnings_in_table](const std::string& warning) {
+    if (!in_table) (*printer)(warning);
   };
-  if (g.ttl_ms) c.ttl = Milliseconds(*g.ttl_ms);
-  if (g.restart_guard_ms) c.restart_guard = Milliseconds(*g.restart_guard_ms);
+  if (auto d = duration_of("--ttl", g.ttl)) c.ttl = c.watchdog_lease = *d;
+  if (auto d = duration_of("--restart-guard", g.restart_guard)) c.restart_guard = *d;
   if (g.prefix) c.key_prefix = *g.prefix;
-  if (g.connect_timeout_ms) c.connect_timeout = Milliseconds(*g.connect_timeout_ms);
-  if (g.request_timeout_ms) c.request_timeout = Milliseconds(*g.request_timeout_ms);
+  if (auto d = duration_of("--connect-timeout", g.connect_timeout)) c.connect_timeout = *d;
+  if (auto d = duration_of("--request-timeout", g.request_timeout)) c.request_timeout = *d;
   if (g.retry_count) c.retry_count = *g.retry_count;
-  if (g.retry_delay_ms) c.retry_delay = Milliseconds(*g.retry_delay_ms);
-  if (g.retry_jitter_ms) c.retry_jitter = Milliseconds(*g.retry_jitter_ms);
+  if (auto d = duration_of("--retry-delay", g.retry_delay)) c.retry_delay = *d;
+  if (auto d = duration_of("--retry-jitter", g.retry_jitter)) c.retry_jitter = *d;
   if (g.drift_factor) c.drift_factor = *g.drift_factor;
   c.tls = g.tls_options;
   if (g.tls)
     for (auto& node : c.nodes) node.tls = true;
+  warn_fault_tolerance(g, c.nodes.size());
   return c;
 }
 
@@ -102,24 +188,52 @@ int fail(const redlock::Outcome& r, const std::string& what) {
   return exit_code_for(r.error);
 }
 
+// Writes all of `text` to stdout, unbuffered; false when any of it could not be written
+// (EPIPE, EBADF, a full disk).
+bool write_stdout(const std::string& text) {
+  std::fflush(stdout);
+  const char* data = text.data();
+  std::size_t size = text.size();
+  while (size > 0) {
+    ssize_t n = ::write(STDOUT_FILENO, data, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data += n;
+    size -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
 int do_acquire(const Globals& g, redlock::Client& client, const std::string& key,
-               std::optional<long> wait_ms, bool fencing) {
+               std::optional<Milliseconds> wait, bool fencing) {
+  if (g_stdout_was_closed) {
+    // Nothing acquired: the token would go nowhere, and the lock would stay taken for its ttl.
+    std::cerr << "redlock: stdout is closed: the token could not be delivered; '" << key
+              << "' not acquired\n";
+    return kUsage;
+  }
   redlock::AcquireRequest req;
   req.resources = {key};
   req.ttl = client.config().ttl;
   req.fencing = fencing;
-  if (wait_ms) req.wait = Milliseconds(*wait_ms);
+  req.wait = wait;
   auto r = client.acquire(req);
   if (!r) return fail(r, "not acquired '" + key + "'");
   // The token alone; with --fencing, the token and the fencing token on one line:
   //   read -r token fencing < <(redlock acquire --fencing KEY)
-  if (fencing) std::cout << r.lock.token << ' ' << r.lock.fencing_token << std::endl;
-  if (!fencing) std::cout << r.lock.token << std::endl;
-  if (!std::cout) {
-    // Nobody got the token (stdout is closed): give the lock back rather than leave it held.
-    (void)client.release(r.lock);
-    std::cerr << "redlock: cannot write the token to stdout; released '" << key << "'\n";
-    return kNotHeld;
+  std::string line = r.lock.token;
+  if (fencing) line += ' ' + std::to_string(r.lock.fencing_token);
+  if (!write_stdout(line + '\n')) {
+    // Nobody got the token (a closed pipe, a full disk): give the lock back rather than leave
+    // it held.
+    const int error = errno;
+    auto rel = client.release(r.lock);
+    std::cerr << "redlock: cannot write the token to stdout (" << std::strerror(error) << "); "
+              << (rel ? "released '" + key + "'"
+                      : "'" + key + "' not released (" + rel.message() +
+                            "): it expires with its ttl")
+              << '\n';
+    return kUsage;
   }
   diag(g, "acquired '" + key + "' (key " + client.key_of(key) + ") for " +
               std::to_string(r.lock.ttl.count()) + " ms, valid for " +
@@ -128,14 +242,42 @@ int do_acquire(const Globals& g, redlock::Client& client, const std::string& key
   return kOk;
 }
 
+// What a quorum of nodes now guarantees: renew.lua raises a key's ttl to the new lease but
+// never shortens it, so the keys may live longer than --ttl. Read back (plain TCP nodes) and
+// reported as the quorum-th longest ttl of the keys that hold our token, less the drift
+// allowance; otherwise (TLS) the library's own lower bound, said to be one.
 int do_extend(const Globals& g, redlock::Client& client, const std::string& key,
               const std::string& token) {
   redlock::Lock lock(key, token);
-  auto r = client.extend(lock, client.config().ttl);
+  const auto ttl = client.config().ttl;
+  const auto start = redlock::Clock::now();
+  auto r = client.extend(lock, ttl);
   if (!r) return fail(r, "not extended '" + key + "'");
-  diag(g, "extended '" + key + "' to " + std::to_string(client.config().ttl.count()) +
-              " ms, valid for " + std::to_string(lock.validity_left().count()) + " ms; votes " +
-              r.votes.to_string());
+  if (g.quiet) return kOk;
+  const auto& config = client.config();
+  const auto views = redlock::cli::read_lock(config, client.key_of(key));
+  const std::string ours = redlock::cli::holder_name(token);
+  std::vector<long long> ttls;
+  for (const auto& v : views)
+    if (v.read && v.type == "string" && v.holder == ours && v.ttl_ms >= 0) ttls.push_back(v.ttl_ms);
+  std::sort(ttls.rbegin(), ttls.rend());
+  const std::size_t quorum = config.nodes.size() / 2 + 1;
+  std::string said;
+  if (ttls.size() >= quorum) {
+    auto elapsed = std::chrono::duration_cast<Milliseconds>(redlock::Clock::now() - start).count();
+    long long kept = ttls[quorum - 1];
+    auto drift = static_cast<long long>(static_cast<double>(kept) * config.drift_factor) + 2;
+    long long valid = std::max<long long>(0, kept - drift - elapsed);
+    said = "a quorum holds it for " + std::to_string(kept) + " ms more, valid for " +
+           std::to_string(valid) + " ms";
+    if (kept > ttl.count() + 50)
+      said += " (--ttl " + std::to_string(ttl.count()) +
+              " ms asked for less: a node never shortens a lease, it kept the longer one)";
+  } else {
+    said = "valid for at least " + std::to_string(lock.validity_left().count()) +
+           " ms (a node never shortens a lease: it may hold it longer)";
+  }
+  diag(g, "extended '" + key + "': " + said + "; votes " + r.votes.to_string());
   return kOk;
 }
 
@@ -179,7 +321,9 @@ void note_inherited_fds() {
 sigset_t g_inherited_ignored;
 
 struct RunOptions {
-  std::optional<long> wait_ms;
+  std::optional<long> wait_ms;  // from `wait` (and kill_after_ms from `kill_after`), in main
+  std::optional<std::string> wait;
+  std::optional<std::string> kill_after;
   std::optional<int> conflict_exit_code;
   long kill_after_ms = 5000;
   std::vector<std::string> command;
@@ -618,31 +762,123 @@ int do_run(const Globals& g, redlock::Client& client, const std::string& key, co
   return lost ? kLost : exit_status_of(status);
 }
 
-int do_status(redlock::Client& client) {
+bool is_refusal(std::error_code ec) {
+  return ec == Errc::node_not_master || ec == Errc::duplicate_node || ec == Errc::node_restarting;
+}
+
+// One row per node. Exit 3 without a quorum; 5 when a node is refused (a replica, a Cluster
+// node, one server listed twice, a node restarting under the restart guard), and with
+// --strict also when a node's persistence can forget a lock; else 0.
+int do_status(const Globals& g, redlock::Client& client, bool json, bool strict) {
   auto rows = client.status();
-  std::size_t up = 0;
-  std::printf("%-28s %-5s %10s  %-10s %s\n", "NODE", "STATE", "RTT", "VERSION", "DETAIL");
-  for (const auto& row : rows) {
-    char rtt[32] = "-";
-    if (row.up) {
-      ++up;
-      std::snprintf(rtt, sizeof rtt, "%.2fms", static_cast<double>(row.round_trip.count()) / 1e3);
+  std::size_t up = 0, refused = 0, forgetful = 0;
+  const std::size_t quorum = rows.size() / 2 + 1;
+  std::string out;
+  char line[512];
+  if (!json) {
+    std::snprintf(line, sizeof line, "%-28s %-5s %10s  %-10s %s\n", "NODE", "STATE", "RTT",
+                  "VERSION", "DETAIL");
+    out += line;
+  } else {
+    out += "{\"nodes\":[";
+  }
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& row = rows[i];
+    if (row.up) ++up;
+    if (!row.up && is_refusal(row.error)) ++refused;
+    std::vector<std::string> warnings;
+    bool forgets = false;
+    for (const auto& w : row.warnings) {
+      bool persistence = WarningPrinter::is_persistence(w);
+      forgets = forgets || persistence;
+      if (persistence && g.no_persistence_warning) continue;
+      warnings.push_back(json || !persistence ? w : WarningPrinter::condensed(w));
     }
+    if (forgets && !g.no_persistence_warning) ++forgetful;
+    std::string code;
+    if (row.error)
+      code = row.error.category() == redlock::error_category()
+                 ? redlock::errc_name(static_cast<Errc>(row.error.value()))
+                 : row.error.message();
+    if (json) {
+      if (i > 0) out += ',';
+      out += "{\"node\":" + redlock::cli::json_string(row.address) +
+             ",\"up\":" + (row.up ? "true" : "false");
+      out += ",\"rtt_ms\":";
+      if (row.up) {
+        std::snprintf(line, sizeof line, "%.3f", static_cast<double>(row.round_trip.count()) / 1e3);
+        out += line;
+      } else {
+        out += "null";
+      }
+      out += ",\"version\":" + (row.server_version.empty()
+                                    ? std::string("null")
+                                    : redlock::cli::json_string(row.server_version));
+      out += ",\"error\":" +
+             (row.up || code.empty() ? std::string("null") : redlock::cli::json_string(code));
+      out +=
+          ",\"detail\":" + (row.up || row.detail.empty() ? std::string("null")
+                                                         : redlock::cli::json_string(row.detail));
+      out += ",\"refused\":" + std::string(!row.up && is_refusal(row.error) ? "true" : "false");
+      out += ",\"persistence_forgets\":" + std::string(forgets ? "true" : "false");
+      out += ",\"warnings\":[";
+      for (std::size_t j = 0; j < warnings.size(); ++j)
+        out += (j ? "," : "") + redlock::cli::json_string(warnings[j]);
+      out += "]}";
+      continue;
+    }
+    char rtt[32] = "-";
+    if (row.up)
+      std::snprintf(rtt, sizeof rtt, "%.2fms", static_cast<double>(row.round_trip.count()) / 1e3);
     std::string detail;
     if (!row.up && row.error) {
-      detail = row.error.category() == redlock::error_category()
-                   ? redlock::errc_name(static_cast<Errc>(row.error.value()))
-                   : row.error.message();
+      detail = code;
       if (!row.detail.empty()) detail += ": " + row.detail;
     }
-    std::printf("%-28s %-5s %10s  %-10s %s\n", row.address.c_str(), row.up ? "up" : "down", rtt,
-                row.server_version.empty() ? "-" : row.server_version.c_str(), detail.c_str());
-    for (const auto& warning : row.warnings) std::printf("  warning: %s\n", warning.c_str());
+    std::snprintf(line, sizeof line, "%-28s %-5s %10s  %-10s ", row.address.c_str(),
+                  row.up ? "up" : "down", rtt,
+                  row.server_version.empty() ? "-" : row.server_version.c_str());
+    out += line + detail + "\n";
+    for (const auto& warning : warnings) out += "  warning: " + warning + "\n";
   }
-  std::size_t quorum = rows.size() / 2 + 1;
-  std::printf("%zu of %zu nodes up; quorum %zu %s\n", up, rows.size(), quorum,
-              up >= quorum ? "reachable" : "NOT reachable");
-  return up >= quorum ? kOk : kNoQuorum;
+  int code = up < quorum ? kNoQuorum : (refused > 0 || (strict && forgetful > 0)) ? kRefused : kOk;
+  if (json) {
+    out += "],\"up\":" + std::to_string(up) + ",\"total\":" + std::to_string(rows.size()) +
+           ",\"quorum\":" + std::to_string(quorum) +
+           ",\"quorum_reachable\":" + (up >= quorum ? "true" : "false") +
+           ",\"refused\":" + std::to_string(refused) +
+           ",\"persistence_forgets\":" + std::to_string(forgetful) +
+           ",\"exit_code\":" + std::to_string(code) + "}\n";
+  } else {
+    std::snprintf(line, sizeof line, "%zu of %zu nodes up; quorum %zu %s", up, rows.size(), quorum,
+                  up >= quorum ? "reachable" : "NOT reachable");
+    out += line;
+    if (refused > 0) out += "; " + std::to_string(refused) + " refused";
+    if (forgetful > 0)
+      out += "; " + std::to_string(forgetful) + " whose persistence can forget a lock";
+    if (!g.no_persistence_warning && forgetful > 0 && !strict)
+      out += " (--no-persistence-warning hides this)";
+    out += "\n";
+  }
+  if (!write_stdout(out)) {
+    std::cerr << "redlock: cannot write to stdout: " << std::strerror(errno) << '\n';
+    return kUsage;
+  }
+  return code;
+}
+
+// Each node's view of one lock (show.hpp); exit 3 when fewer than a quorum could be read.
+int do_show(const Globals& g, const redlock::Config& config, const std::string& key, bool json) {
+  (void)g;
+  const std::string lock_key = config.key_prefix + key;
+  auto views = redlock::cli::read_lock(config, lock_key);
+  std::size_t read = 0;
+  for (const auto& v : views) read += v.read ? 1 : 0;
+  if (!redlock::cli::print_views(key, lock_key, views, json)) {
+    std::cerr << "redlock: cannot write to stdout\n";
+    return kUsage;
+  }
+  return read >= views.size() / 2 + 1 ? kOk : kNoQuorum;
 }
 
 }  // namespace
@@ -656,28 +892,44 @@ int main(int argc, char** argv) {
   ::pthread_sigmask(SIG_SETMASK, nullptr, &g_inherited_mask);
   note_ignored_signals();
   // A closed stdin, stdout or stderr gets /dev/null, so that no socket or pipe of ours takes
-  // its number and receives what is meant for the terminal.
+  // its number and receives what is meant for the terminal. A closed stdout is remembered:
+  // `acquire` must not hand its token to /dev/null.
   for (int fd = 0; fd <= 2; ++fd)
-    if (::fcntl(fd, F_GETFD) < 0 && errno == EBADF) ::open("/dev/null", O_RDWR);
+    if (::fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+      if (fd == STDOUT_FILENO) g_stdout_was_closed = true;
+      ::open("/dev/null", O_RDWR);
+    }
 
   CLI::App app{"redlock: a distributed lock over N independent Redis masters (Redlock)"};
   app.fallthrough();  // global options are accepted after the verb as well
   app.require_subcommand(1);
+  app.set_version_flag("-V,--version", std::string("redlock ") + REDLOCK_CLI_VERSION);
+  app.footer(
+      "Durations: a whole number with a unit, 500ms, 30s, 2m, 1h; a plain number is "
+      "milliseconds.\nExit codes: 0 ok, 1 not acquired / not held, 2 usage, configuration or "
+      "stdout error, 3 no quorum, 4 run: lock lost, 5 status: a node refused.\n");
   Globals g;
   app.add_option("--nodes", g.nodes, "redis[s]://[user:password@]host:port[/db],...")
       ->envname("REDLOCK_NODES");
-  app.add_option("--ttl", g.ttl_ms, "lease in milliseconds (default 10000)");
-  app.add_option("--restart-guard", g.restart_guard_ms,
+  app.add_option("--ttl", g.ttl,
+                 "lease: acquire and extend 10s by default; run 30s by default, renewed every "
+                 "third of it");
+  app.add_option("--restart-guard", g.restart_guard,
                  "nodes up for less than this (or the ttl, if larger) do not vote (default 0: off)")
       ->envname("REDLOCK_RESTART_GUARD");
   app.add_option("--prefix", g.prefix, "key prefix (default 'redlock:')");
-  app.add_option("--connect-timeout", g.connect_timeout_ms, "per node, ms (default 1000)");
-  app.add_option("--request-timeout", g.request_timeout_ms, "per request, ms (default 200)");
-  app.add_option("--retry-count", g.retry_count, "retries without --wait (default 3)");
-  app.add_option("--retry-delay", g.retry_delay_ms, "ms between attempts (default 200)");
-  app.add_option("--retry-jitter", g.retry_jitter_ms, "random extra ms (default 100)");
+  app.add_option("--connect-timeout", g.connect_timeout, "per node (default 1s)");
+  app.add_option("--request-timeout", g.request_timeout, "per request (default 200ms)");
+  app.add_option("--retry-count", g.retry_count,
+                 "acquire without --wait: 1 + this many attempts (default 3; run: unused)");
+  app.add_option("--retry-delay", g.retry_delay, "between attempts (default 200ms)");
+  app.add_option("--retry-jitter", g.retry_jitter, "random extra delay, up to (default 100ms)");
   app.add_option("--drift-factor", g.drift_factor, "clock drift allowance (default 0.01)");
   app.add_flag("-q,--quiet", g.quiet, "no diagnostics on stderr, except errors");
+  app.add_flag("--no-persistence-warning", g.no_persistence_warning,
+               "do not warn about nodes whose persistence can forget a lock (AOF off, "
+               "appendfsync not always)")
+      ->envname("REDLOCK_NO_PERSISTENCE_WARNING");
   // TLS, as in `redis-cli --tls`; each also from an environment variable.
   app.add_flag("--tls", g.tls, "TLS to every node, as if each were rediss://")
       ->envname("REDLOCK_TLS");
@@ -697,32 +949,61 @@ int main(int argc, char** argv) {
       ->envname("REDLOCK_TLS_INSECURE");
 
   std::string key, token;
-  std::optional<long> wait_ms;
-  auto* acquire = app.add_subcommand("acquire", "acquire KEY; prints the token on stdout");
+  std::optional<std::string> wait;
+  auto* acquire = app.add_subcommand(
+      "acquire", "acquire KEY for --ttl (default 10s); prints the token on stdout");
   acquire->add_option("KEY", key, "resource name")->required();
-  acquire->add_option("--wait", wait_ms,
-                      "keep trying this many ms (0: one attempt; default: retry count)");
+  acquire->add_option("-w,--wait", wait,
+                      "keep trying this long (0: one attempt; default: 1 + --retry-count "
+                      "attempts, 4 by default)");
   bool fencing = false;
   acquire->add_flag("--fencing", fencing,
                     "also print the grant's fencing token, after the token on the same line");
-  auto* extend = app.add_subcommand("extend", "extend KEY held with TOKEN to a new --ttl");
+  auto* extend =
+      app.add_subcommand("extend",
+                         "extend KEY held with TOKEN to a lease of --ttl from now (default 10s); a "
+                         "longer lease the nodes hold is kept, never shortened");
   extend->add_option("KEY", key, "resource name")->required();
   extend->add_option("TOKEN", token, "token printed by acquire")->required();
   auto* release = app.add_subcommand("release", "release KEY held with TOKEN");
   release->add_option("KEY", key, "resource name")->required();
   release->add_option("TOKEN", token, "token printed by acquire")->required();
-  auto* status = app.add_subcommand("status", "reachability, round trip and version per node");
+  auto* status = app.add_subcommand(
+      "status",
+      "reachability, round trip and version per node; exit 3 without a quorum, 5 "
+      "when a node is refused");
+  bool status_json = false, strict = false;
+  status->add_flag("--json", status_json, "one JSON object on stdout");
+  status->add_flag("--strict", strict, "exit 5 also when a node's persistence can forget a lock");
+  auto* show = app.add_subcommand(
+      "show",
+      "each node's view of KEY: holder (by name, never the token), ttl, waiters, turn, "
+      "fence");
+  show->add_option("KEY", key, "resource name")->required();
+  bool show_json = false;
+  show->add_flag("--json", show_json, "one JSON object on stdout");
   RunOptions run_options;
-  auto* run = app.add_subcommand("run", "run a command while holding KEY (renewed), like flock(1)");
-  run->add_option("KEY", key, "resource name")->required();
-  run->add_option("--wait", run_options.wait_ms, "wait this many ms for the lock (default 0)");
-  run->add_option("--conflict-exit-code", run_options.conflict_exit_code,
+  auto* run = app.add_subcommand(
+      "run",
+      "run COMMAND while holding KEY, like flock(1): lease --ttl (default 30s here), "
+      "renewed every third of it. Everything after KEY is the command, with or without "
+      "--; options of run go before KEY");
+  run->positionals_at_end();  // after KEY, everything is the command's
+  run->add_option("-w,--wait", run_options.wait,
+                  "wait this long for the lock (default 0: one attempt)");
+  run->add_option("-E,--conflict-exit-code", run_options.conflict_exit_code,
                   "exit code when the lock is held by another (default 1)");
-  run->add_option("--kill-after", run_options.kill_after_ms,
-                  "SIGKILL the command's process group this many ms after SIGTERM (5000)")
-      ->check(CLI::NonNegativeNumber);
-  run->add_option("COMMAND", run_options.command, "the command and its arguments, after --")
-      ->required();
+  run->add_option("--kill-after", run_options.kill_after,
+                  "SIGKILL the command's process group this long after SIGTERM (default 5s)");
+  run->add_option("KEY", key, "resource name")->required();
+  run->add_option("COMMAND", run_options.command, "the command and its arguments")->required();
+
+  for (auto* option :
+       {app.get_option("--ttl"), app.get_option("--restart-guard"),
+        app.get_option("--connect-timeout"), app.get_option("--request-timeout"),
+        app.get_option("--retry-delay"), app.get_option("--retry-jitter"),
+        acquire->get_option("--wait"), run->get_option("--wait"), run->get_option("--kill-after")})
+    option->type_name("DURATION");
 
   try {
     app.parse(argc, argv);
@@ -730,31 +1011,61 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    // A word where the verb should be that is none: name it, rather than "a subcommand is
+    // required".
+    if (app.get_subcommands().empty()) {
+      for (const auto& word : app.remaining()) {
+        if (word.empty() || word[0] == '-') continue;
+        std::cerr << "redlock: unknown verb '" << word
+                  << "' (verbs: acquire, extend, release, status, show, run; see --help)\n";
+        return kUsage;
+      }
+    }
     app.exit(e);
     return kUsage;
   }
-
-  if (run->parsed()) {
-    if (!run_options.wait_ms) run_options.wait_ms = 0;
-    sigset_t signals = run_signals();
-    sigaddset(&signals, SIGTTOU);  // taking the terminal back from the command's group
-    // An ignored SIGCHLD would have the kernel reap the command: we could not see it exit.
-    struct sigaction chld_default {};
-    chld_default.sa_handler = SIG_DFL;
-    ::sigaction(SIGCHLD, &chld_default, &g_inherited_sigchld);
-    ::pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // before the loop thread exists
-    note_inherited_fds();                             // before the client opens any
+  // `run KEY -- CMD`: the separator is not part of the command.
+  if (!run_options.command.empty() && run_options.command.front() == "--")
+    run_options.command.erase(run_options.command.begin());
+  if (run->parsed() && run_options.command.empty()) {
+    std::cerr << "redlock: run: no command after KEY\n";
+    return kUsage;
   }
+
   try {
+    std::optional<Milliseconds> acquire_wait = duration_of("--wait", wait);
+    if (run->parsed()) {
+      run_options.wait_ms =
+          duration_of("--wait", run_options.wait).value_or(Milliseconds(0)).count();
+      if (auto d = duration_of("--kill-after", run_options.kill_after)) {
+        if (d->count() < 0) usage_error("--kill-after: must not be negative");
+        run_options.kill_after_ms = d->count();
+      }
+      sigset_t signals = run_signals();
+      sigaddset(&signals, SIGTTOU);  // taking the terminal back from the command's group
+      // An ignored SIGCHLD would have the kernel reap the command: we could not see it exit.
+      struct sigaction chld_default {};
+      chld_default.sa_handler = SIG_DFL;
+      ::sigaction(SIGCHLD, &chld_default, &g_inherited_sigchld);
+      ::pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // before the loop thread exists
+      note_inherited_fds();                             // before the client opens any
+    }
+    g.warnings_in_table = status->parsed();
     auto config = make_config(g);
-    if (g.ttl_ms) config.watchdog_lease = redlock::Milliseconds(*g.ttl_ms);
+    if (show->parsed()) {
+      std::string message;
+      if (redlock::validate(config, message)) usage_error(message);
+      return do_show(g, config, key, show_json);
+    }
     redlock::Client client(config);
     if (run->parsed()) return do_run(g, client, key, run_options);
-    if (acquire->parsed()) return do_acquire(g, client, key, wait_ms, fencing);
+    if (acquire->parsed()) return do_acquire(g, client, key, acquire_wait, fencing);
     if (extend->parsed()) return do_extend(g, client, key, token);
     if (release->parsed()) return do_release(g, client, key, token);
-    if (status->parsed()) return do_status(client);
+    if (status->parsed()) return do_status(g, client, status_json, strict);
   } catch (const redlock::Error& e) {
     std::cerr << "redlock: " << e.what() << '\n';
     return kUsage;
