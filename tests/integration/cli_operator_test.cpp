@@ -95,6 +95,18 @@ TEST_F(CliOperator, EverythingAfterTheKeyIsTheCommand) {
   EXPECT_EQ(c.out, "6000 -- x\n");
   auto none = cli({"--nodes", nodes, "run", "job", "--"});
   EXPECT_EQ(none.exit_code, 2) << none.err;
+  // The form of earlier versions, options of run between KEY and `--` (no command begins with
+  // '-'): still read, with a warning.
+  auto legacy =
+      cli({"--nodes", nodes, "run", "job", "--wait", "1s", "--kill-after=2s", "--", "echo", "hi"});
+  EXPECT_EQ(legacy.exit_code, 0) << legacy.err;
+  EXPECT_EQ(legacy.out, "hi\n");
+  EXPECT_NE(legacy.err.find("put the options of run before KEY"), std::string::npos) << legacy.err;
+  // Any other option there is named, and nothing runs.
+  auto misplaced = cli({"--nodes", nodes, "run", "job", "--ttl", "5", "--", "echo", "ran"});
+  EXPECT_EQ(misplaced.exit_code, 2) << misplaced.err;
+  EXPECT_TRUE(misplaced.out.empty()) << misplaced.out;
+  EXPECT_NE(misplaced.err.find("'--ttl' after KEY"), std::string::npos) << misplaced.err;
   EXPECT_EQ(cluster.count_existing("redlock:job"), 0u);
 }
 

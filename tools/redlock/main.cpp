@@ -881,6 +881,59 @@ int do_show(const Globals& g, const redlock::Config& config, const std::string& 
   return read >= views.size() / 2 + 1 ? kOk : kNoQuorum;
 }
 
+// Everything after KEY is the command. Two exceptions, for words that cannot begin a command:
+// the first `--` (a separator), and the form of earlier versions, `run KEY --wait 5 -- CMD`,
+// whose options of run are still taken (with a warning). Any other word with a leading '-'
+// there is an option in the wrong place: a usage error, never a command run with it.
+int take_legacy_run_options(const Globals& g, RunOptions& o) {
+  auto& cmd = o.command;
+  std::vector<std::string> moved;
+  while (!cmd.empty() && cmd.front().size() > 1 && cmd.front()[0] == '-' && cmd.front() != "--") {
+    std::string word = cmd.front(), value;
+    auto eq = word.find('=');
+    bool inline_value = word.rfind("--", 0) == 0 && eq != std::string::npos;
+    std::string name = inline_value ? word.substr(0, eq) : word;
+    bool known = name == "--wait" || name == "-w" || name == "--kill-after" ||
+                 name == "--conflict-exit-code" || name == "-E";
+    if (!known || (!inline_value && cmd.size() < 2)) {
+      std::cerr << "redlock: run: '" << word
+                << "' after KEY: options go before KEY, everything after KEY is the command "
+                   "(redlock [OPTIONS] run [OPTIONS] KEY COMMAND...)\n";
+      return kUsage;
+    }
+    value = inline_value ? word.substr(eq + 1) : cmd[1];
+    cmd.erase(cmd.begin(), cmd.begin() + (inline_value ? 1 : 2));
+    if (name == "--wait" || name == "-w") {
+      o.wait = value;
+    } else if (name == "--kill-after") {
+      o.kill_after = value;
+    } else {
+      try {
+        std::size_t used = 0;
+        o.conflict_exit_code = std::stoi(value, &used);
+        if (used != value.size()) throw std::invalid_argument(value);
+      } catch (const std::exception&) {
+        std::cerr << "redlock: run: " << name << ": '" << value << "' is not a number\n";
+        return kUsage;
+      }
+    }
+    moved.push_back(name);
+  }
+  if (!cmd.empty() && cmd.front() == "--") cmd.erase(cmd.begin());
+  if (!moved.empty()) {
+    std::string names;
+    for (const auto& n : moved) names += (names.empty() ? "" : ", ") + n;
+    diag(g, "warning: " + names +
+                " after KEY taken as an option of run, as in earlier versions; put the options "
+                "of run before KEY: everything after KEY is the command");
+  }
+  if (cmd.empty()) {
+    std::cerr << "redlock: run: no command after KEY\n";
+    return kUsage;
+  }
+  return kOk;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -1027,12 +1080,8 @@ int main(int argc, char** argv) {
     app.exit(e);
     return kUsage;
   }
-  // `run KEY -- CMD`: the separator is not part of the command.
-  if (!run_options.command.empty() && run_options.command.front() == "--")
-    run_options.command.erase(run_options.command.begin());
-  if (run->parsed() && run_options.command.empty()) {
-    std::cerr << "redlock: run: no command after KEY\n";
-    return kUsage;
+  if (run->parsed()) {
+    if (int code = take_legacy_run_options(g, run_options); code != kOk) return code;
   }
 
   try {
