@@ -11,6 +11,7 @@
 #include <fstream>
 #include <regex>
 #include <sstream>
+#include <thread>
 
 #include "redis_server.hpp"
 
@@ -364,6 +365,17 @@ TEST_F(CliOperator, ShowTurnsForeignTypesAndDownNodes) {
   EXPECT_EQ(down.out.find("free on every node"), std::string::npos) << down.out;
   cluster[2].kill9();
   EXPECT_EQ(cli({"--nodes", nodes, "show", "h"}).exit_code, 3);
+}
+
+// etcdctl lock's holding until a signal, as docs/guide-run.md spells it with run.
+TEST_F(CliOperator, RunSleepInfinityHoldsUntilSigterm) {
+  Process p({REDLOCK_CLI_PATH, "--nodes", nodes, "-q", "run", "held", "sleep", "infinity"});
+  ASSERT_TRUE(eventually([&] { return cluster.count_existing("redlock:held") == 3; }, 5s));
+  std::this_thread::sleep_for(200ms);  // the command has started (exec of sleep)
+  p.signal(SIGTERM);
+  auto r = p.wait(10s);
+  EXPECT_EQ(r.exit_code, 128 + SIGTERM) << r.err;
+  EXPECT_EQ(cluster.count_existing("redlock:held"), 0u) << "released after the command ended";
 }
 
 }  // namespace
