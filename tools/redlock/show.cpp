@@ -8,6 +8,8 @@
 #include <map>
 #include <memory>
 
+#include <iostream>
+
 #include "core/keys.hpp"
 #include "core/quorum.hpp"
 
@@ -291,6 +293,20 @@ bool print_views(const std::string& resource, const std::string& lock_key,
   else
     std::printf("held on some nodes, by no holder on a quorum (%zu)\n", quorum);
   return std::fflush(stdout) == 0 && !std::ferror(stdout);
+}
+
+// Each node's view of one lock (show.hpp); exit 3 when fewer than a quorum could be read.
+int do_show(const Globals& g, const Config& config, const std::string& key, bool json) {
+  (void)g;
+  const std::string lock_key = config.key_prefix + key;
+  auto views = read_lock(config, lock_key);
+  std::size_t read = 0;
+  for (const auto& v : views) read += v.read ? 1 : 0;
+  if (!print_views(key, lock_key, views, json)) {
+    std::cerr << "redlock: cannot write to stdout\n";
+    return kUsage;
+  }
+  return read >= views.size() / 2 + 1 ? kOk : kNoQuorum;
 }
 
 }  // namespace redlock::cli

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common.hpp"
 #include "redlock/config.hpp"
 
 namespace redlock::cli {
@@ -52,5 +53,8 @@ bool print_views(const std::string& resource, const std::string& lock_key,
 
 // JSON string literal of `s`, bytes outside printable ASCII escaped as \u00XX.
 std::string json_string(const std::string& s);
+
+// `redlock show KEY`: prints read_lock()'s views; exit 3 when fewer than a quorum were read.
+int do_show(const Globals& g, const Config& config, const std::string& key, bool json);
 
 }  // namespace redlock::cli
