@@ -230,6 +230,7 @@ TEST_F(CliOperator, OneOrAnEvenNumberOfNodesIsWarnedAbout) {
   auto two = cli({"--nodes", cluster[0].url() + "," + cluster[1].url(), "status"});
   EXPECT_NE(two.err.find("2 nodes tolerate 0 failures, as 1 node does"), std::string::npos)
       << two.err;
+  EXPECT_NE(two.out.find("tolerates 0 failures"), std::string::npos) << two.out;
   auto three = cli({"--nodes", nodes, "status"});
   EXPECT_EQ(three.err.find("tolerate"), std::string::npos) << three.err;
   auto quiet = cli({"-q", "--nodes", cluster[0].url(), "acquire", "n2"});
@@ -271,6 +272,7 @@ TEST_F(CliOperator, StatusJsonAndARefusedNode) {
   EXPECT_EQ(j.out.front(), '{');
   EXPECT_EQ(count_of(j.out, "\"up\":true"), 3u) << j.out;
   EXPECT_NE(j.out.find("\"quorum_reachable\":true"), std::string::npos) << j.out;
+  EXPECT_NE(j.out.find("\"quorum\":2,\"tolerates\":1"), std::string::npos) << j.out;
   EXPECT_NE(j.out.find("\"node\":\"" + cluster[1].address() + "\""), std::string::npos) << j.out;
   EXPECT_EQ(count_of(j.out, "\"persistence_forgets\":true"), 3u) << j.out;
   // --strict: persistence that forgets is a fault too.

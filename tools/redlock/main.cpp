@@ -55,7 +55,8 @@ int main(int argc, char** argv) {
   app.add_option("--connect-timeout", g.connect_timeout, "per node (default 1s)");
   app.add_option("--request-timeout", g.request_timeout, "per request (default 200ms)");
   app.add_option("--retry-count", g.retry_count,
-                 "acquire without --wait: 1 + this many attempts (default 3; run: unused)");
+                 "acquire without --wait: 1 + this many attempts; with a wait (run), this many "
+                 "attempts in a row without a quorum end it (default 3)");
   app.add_option("--retry-delay", g.retry_delay, "between attempts (default 200ms)");
   app.add_option("--retry-jitter", g.retry_jitter, "random extra delay, up to (default 100ms)");
   app.add_option("--drift-factor", g.drift_factor, "clock drift allowance (default 0.01)");

@@ -94,6 +94,7 @@ int do_status(const Globals& g, redlock::Client& client, bool json, bool strict)
   if (json) {
     out += "],\"up\":" + std::to_string(up) + ",\"total\":" + std::to_string(rows.size()) +
            ",\"quorum\":" + std::to_string(quorum) +
+           ",\"tolerates\":" + std::to_string((rows.size() - 1) / 2) +
            ",\"quorum_reachable\":" + (up >= quorum ? "true" : "false") +
            ",\"refused\":" + std::to_string(refused) +
            ",\"persistence_forgets\":" + std::to_string(forgetful) +
@@ -102,6 +103,8 @@ int do_status(const Globals& g, redlock::Client& client, bool json, bool strict)
     std::snprintf(line, sizeof line, "%zu of %zu nodes up; quorum %zu %s", up, rows.size(), quorum,
                   up >= quorum ? "reachable" : "NOT reachable");
     out += line;
+    const std::size_t tolerated = (rows.size() - 1) / 2;
+    out += "; tolerates " + std::to_string(tolerated) + " failure" + (tolerated == 1 ? "" : "s");
     if (refused > 0) out += "; " + std::to_string(refused) + " refused";
     if (forgetful > 0)
       out += "; " + std::to_string(forgetful) + " whose persistence can forget a lock";
