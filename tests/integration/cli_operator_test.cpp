@@ -206,8 +206,11 @@ TEST_F(CliOperator, DurationsTakeUnits) {
     EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.err;
     EXPECT_NE(r.err.find("--ttl"), std::string::npos) << r.err;
   }
-  auto kill_after = cli({"--nodes", nodes, "run", "--kill-after", "-1s", "bad", "true"});
-  EXPECT_EQ(kill_after.exit_code, 2) << kill_after.err;
+  for (std::string bad : {"-1s", "1099511628s"}) {
+    auto kill_after = cli({"--nodes", nodes, "run", "--kill-after", bad, "bad", "true"});
+    EXPECT_EQ(kill_after.exit_code, 2) << bad << ": " << kill_after.err;
+    EXPECT_NE(kill_after.err.find("--kill-after"), std::string::npos) << kill_after.err;
+  }
   EXPECT_EQ(cluster.count_existing("redlock:bad"), 0u);
 }
 

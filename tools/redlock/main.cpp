@@ -173,6 +173,8 @@ int main(int argc, char** argv) {
           duration_of("--wait", run_options.wait).value_or(Milliseconds(0)).count();
       if (auto d = duration_of("--kill-after", run_options.kill_after)) {
         if (d->count() < 0) usage_error("--kill-after: must not be negative");
+        if (*d > redlock::longest_duration)
+          usage_error("--kill-after: above the longest duration (2^40 ms, about 34.8 years)");
         run_options.kill_after_ms = d->count();
       }
       prepare_run();
