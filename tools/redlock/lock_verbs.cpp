@@ -49,9 +49,9 @@ int do_acquire(const Globals& g, redlock::Client& client, const std::string& key
 }
 
 // What a quorum of nodes now guarantees: renew.lua raises a key's ttl to the new lease but
-// never shortens it, so the keys may live longer than --ttl. Read back (plain TCP nodes) and
+// never shortens it, so the keys may live longer than --ttl. Read back (show.hpp) and
 // reported as the quorum-th longest ttl of the keys that hold our token, less the drift
-// allowance; otherwise (TLS) the library's own lower bound, said to be one.
+// allowance; when fewer than a quorum can be read, the library's own lower bound, said to be one.
 int do_extend(const Globals& g, redlock::Client& client, const std::string& key,
               const std::string& token) {
   redlock::Lock lock(key, token);

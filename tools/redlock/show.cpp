@@ -1,8 +1,5 @@
 #include "show.hpp"
 
-#include <hiredis/hiredis.h>
-#include <sys/time.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -12,34 +9,10 @@
 
 #include "core/keys.hpp"
 #include "core/quorum.hpp"
+#include "node_connection.hpp"
 
 namespace redlock::cli {
 namespace {
-
-using ReplyPtr = std::unique_ptr<redisReply, decltype(&freeReplyObject)>;
-
-struct Connection {
-  redisContext* c = nullptr;
-  ~Connection() {
-    if (c != nullptr) redisFree(c);
-  }
-  ReplyPtr command(std::initializer_list<std::string> args) {
-    std::vector<const char*> argv;
-    std::vector<std::size_t> lens;
-    for (const auto& a : args) {
-      argv.push_back(a.data());
-      lens.push_back(a.size());
-    }
-    auto* r = static_cast<redisReply*>(
-        redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data()));
-    return ReplyPtr(r, &freeReplyObject);
-  }
-};
-
-timeval timeval_of(Milliseconds d) {
-  return timeval{static_cast<time_t>(d.count() / 1000),
-                 static_cast<suseconds_t>((d.count() % 1000) * 1000)};
-}
 
 std::string text_of(const redisReply* r) {
   if (r == nullptr) return {};
@@ -50,10 +23,9 @@ std::string text_of(const redisReply* r) {
   return {};
 }
 
-// Throws the node's words when a reply is missing (connection) or an error.
-ReplyPtr must(Connection& conn, std::initializer_list<std::string> args) {
+// The reply; throws the node's words for an error reply.
+ReplyPtr must(NodeConnection& conn, std::initializer_list<std::string> args) {
   auto r = conn.command(args);
-  if (!r) throw std::runtime_error(conn.c->errstr[0] != '\0' ? conn.c->errstr : "no reply");
   if (r->type == REDIS_REPLY_ERROR) throw std::runtime_error(text_of(r.get()));
   return r;
 }
@@ -62,7 +34,7 @@ std::string digest(const std::string& text) { return redlock::detail::token_dige
 
 // The auxiliary key of `kind`: keys.hpp's name, or the legacy "<key>:<kind>" of older scripts
 // when only that one exists. Returns the key and its type ("none" when neither exists).
-std::pair<std::string, std::string> aux(Connection& conn, const std::string& lock_key,
+std::pair<std::string, std::string> aux(NodeConnection& conn, const std::string& lock_key,
                                         std::string_view kind, NodeView& view) {
   std::string key = redlock::detail::aux_key(lock_key, kind);
   std::string type = text_of(must(conn, {"TYPE", key}).get());
@@ -76,7 +48,7 @@ std::pair<std::string, std::string> aux(Connection& conn, const std::string& loc
   return {key, type};
 }
 
-void read_node(Connection& conn, const std::string& lock_key, NodeView& v) {
+void read_node(NodeConnection& conn, const std::string& lock_key, NodeView& v) {
   v.type = text_of(must(conn, {"TYPE", lock_key}).get());
   if (v.type == "string") {
     std::string value = text_of(must(conn, {"GET", lock_key}).get());
@@ -153,26 +125,9 @@ std::vector<NodeView> read_lock(const Config& config, const std::string& lock_ke
     v.address = node.to_string();
     views.push_back(v);
     auto& view = views.back();
-    if (node.tls) {
-      view.error = "not read: show reads nodes over plain TCP only (TLS: see docs)";
-      continue;
-    }
-    Connection conn;
-    conn.c =
-        redisConnectWithTimeout(node.host.c_str(), node.port, timeval_of(config.connect_timeout));
-    if (conn.c == nullptr || conn.c->err != 0) {
-      view.error = conn.c != nullptr ? conn.c->errstr : "cannot connect";
-      continue;
-    }
-    redisSetTimeout(conn.c, timeval_of(std::max(config.request_timeout, Milliseconds(1000))));
     try {
-      if (!node.password.empty()) {
-        if (node.user.empty())
-          must(conn, {"AUTH", node.password});
-        else
-          must(conn, {"AUTH", node.user, node.password});
-      }
-      if (node.db != 0) must(conn, {"SELECT", std::to_string(node.db)});
+      NodeConnection conn(node, config.tls, config.connect_timeout,
+                          std::max(config.request_timeout, Milliseconds(1000)));
       read_node(conn, lock_key, view);
       view.read = true;
     } catch (const std::exception& e) {

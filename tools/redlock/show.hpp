@@ -1,6 +1,7 @@
 // `redlock show KEY`: what each node holds for one lock, read with plain read commands (TYPE,
-// GET, PTTL, TIME, ZRANGE, HGETALL, SMEMBERS) over a connection of its own per node. Never
-// writes, never shows a token: a holder is shown by the name the scripts give it.
+// GET, PTTL, TIME, ZRANGE, HGETALL, SMEMBERS) over a connection of its own per node (TCP or
+// TLS, node_connection.hpp). Never writes, never shows a token: a holder is shown by the name
+// the scripts give it.
 #pragma once
 
 #include <cstdint>
@@ -41,7 +42,7 @@ struct NodeView {
 };
 
 // Reads `lock_key` and its auxiliary keys on every node of `config`, in node-list order.
-// A node over TLS is not read (error says so).
+// Each node over its own connection (node_connection.hpp), TLS included.
 std::vector<NodeView> read_lock(const Config& config, const std::string& lock_key);
 
 // The name acquire.lua gives the holder of `token` (either form of its last character).
