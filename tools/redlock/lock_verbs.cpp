@@ -61,7 +61,11 @@ int do_extend(const Globals& g, redlock::Client& client, const std::string& key,
   if (!r) return fail(r, "not extended '" + key + "'");
   if (g.quiet) return kOk;
   const auto& config = client.config();
-  const auto views = read_lock(config, client.key_of(key));
+  // Only the nodes that extended it: one that did not answer could hold up the read-back for
+  // a connect timeout, and holds nothing of ours that counts.
+  std::vector<bool> extended;
+  for (const auto& v : r.votes.nodes) extended.push_back(v.vote == redlock::Vote::yes);
+  const auto views = read_lock(config, client.key_of(key), &extended);
   const std::string ours = holder_name(token);
   std::vector<long long> ttls;
   for (const auto& v : views)

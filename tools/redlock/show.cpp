@@ -118,13 +118,19 @@ std::string holder_name(const std::string& token) {
   return digest(t);
 }
 
-std::vector<NodeView> read_lock(const Config& config, const std::string& lock_key) {
+std::vector<NodeView> read_lock(const Config& config, const std::string& lock_key,
+                                const std::vector<bool>* only) {
   std::vector<NodeView> views;
-  for (const auto& node : config.nodes) {
+  for (std::size_t i = 0; i < config.nodes.size(); ++i) {
+    const auto& node = config.nodes[i];
     NodeView v;
     v.address = node.to_string();
     views.push_back(v);
     auto& view = views.back();
+    if (only != nullptr && (i >= only->size() || !(*only)[i])) {
+      view.error = "not asked";
+      continue;
+    }
     try {
       NodeConnection conn(node, config.tls, config.connect_timeout,
                           std::max(config.request_timeout, Milliseconds(1000)));

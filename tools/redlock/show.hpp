@@ -43,7 +43,9 @@ struct NodeView {
 
 // Reads `lock_key` and its auxiliary keys on every node of `config`, in node-list order.
 // Each node over its own connection (node_connection.hpp), TLS included.
-std::vector<NodeView> read_lock(const Config& config, const std::string& lock_key);
+// With `only`, the nodes marked false are not asked (shown as not read).
+std::vector<NodeView> read_lock(const Config& config, const std::string& lock_key,
+                                const std::vector<bool>* only = nullptr);
 
 // The name acquire.lua gives the holder of `token` (either form of its last character).
 std::string holder_name(const std::string& token);
