@@ -104,6 +104,15 @@ std::error_code parse_one(std::string_view entry, NodeAddress& node, std::string
                              "' (expected redis:// or rediss://)");
   node.tls = scheme == "rediss";
   auto rest = entry.substr(colon_slashes + 3);
+  // Two nodes in one entry: a separator other than ',' ("redis://a:1 redis://b:2", ';', '|').
+  // Looked for after the credentials only: a message never depends on a password.
+  auto after = rest.substr(rest.rfind('@') == std::string_view::npos ? 0 : rest.rfind('@') + 1);
+  for (auto i = after.find("redis"); i != std::string_view::npos; i = after.find("redis", i + 1))
+    if (i > 0 && std::string_view(" \t;|").find(after[i - 1]) != std::string_view::npos &&
+        (after.substr(i).rfind("redis://", 0) == 0 || after.substr(i).rfind("rediss://", 0) == 0))
+      return fail(message, "node " + quoted +
+                               ": two nodes in one entry? separate the nodes with ',' (not '" +
+                               std::string(1, after[i - 1]) + "')");
 
   auto at = rest.rfind('@');
   if (at != std::string_view::npos) {

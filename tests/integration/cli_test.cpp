@@ -396,7 +396,7 @@ TEST_F(Cli, RunWhenTheLockIsTakenExitsOneOrTheConflictCode) {
   auto r = cli({"--nodes", nodes, "run", "busy", "--", "echo", "ran"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_TRUE(r.out.empty()) << "the command did not run";
-  auto c = cli({"--nodes", nodes, "run", "busy", "--conflict-exit-code", "75", "--", "echo", "x"});
+  auto c = cli({"--nodes", nodes, "run", "--conflict-exit-code", "75", "busy", "--", "echo", "x"});
   EXPECT_EQ(c.exit_code, 75);
   auto missing = cli({"--nodes", nodes, "run", "free", "--", "/nonexistent/command"});
   EXPECT_EQ(missing.exit_code, 127) << missing.err;
@@ -420,7 +420,7 @@ TEST_F(Cli, RunTerminatesTheCommandWhenTheLockIsLost) {
   std::string marker = ::testing::TempDir() + "redlock-fragile-" + std::to_string(::getpid());
   std::remove(marker.c_str());
   Process p({REDLOCK_CLI_PATH, "--nodes", nodes, "--ttl", "1000", "--request-timeout", "100", "run",
-             "fragile", "--kill-after", "300", "--", "sh", "-c",
+             "--kill-after", "300", "fragile", "--", "sh", "-c",
              "trap 'echo ignoring-term' TERM; : > '" + marker + "'; while :; do sleep 0.05; done"});
   ASSERT_TRUE(eventually([&] { return ::access(marker.c_str(), F_OK) == 0; }, 5s));
   std::remove(marker.c_str());
@@ -459,10 +459,10 @@ TEST_F(Cli, RunDoesNotHandTheNodeListToTheCommand) {
 }
 
 TEST_F(Cli, OutputToAClosedPipeDoesNotKillRedlock) {
-  // acquire: the token cannot be delivered, so the lock is given back and it exits 1.
+  // acquire: the token cannot be delivered, so the lock is given back and it exits 2.
   int status = ClosedOutputCli({"--nodes", nodes, "acquire", "pipe"}).wait(10s);
   ASSERT_TRUE(WIFEXITED(status)) << describe(status);
-  EXPECT_EQ(WEXITSTATUS(status), 1);
+  EXPECT_EQ(WEXITSTATUS(status), 2);
   EXPECT_EQ(cluster.count_existing("redlock:pipe"), 0u) << "a token nobody got is released";
 
   // The command gets SIGPIPE's default back (an ignored signal stays ignored across exec).
@@ -475,7 +475,7 @@ TEST_F(Cli, OutputToAClosedPipeDoesNotKillRedlock) {
   // run: diagnostics to a closed stderr, then a lost lock: still the command ends, exit 4.
   TempDir dir;
   ClosedOutputCli run({"--nodes", nodes, "--ttl", "1000", "--request-timeout", "100", "run",
-                       "piped", "--kill-after", "300", "--", "sh", "-c",
+                       "--kill-after", "300", "piped", "--", "sh", "-c",
                        "echo $$ > " + dir / "pid" + "; while :; do sleep 0.05; done"});
   bool started = eventually([&] { return pids_in(dir / "pid").size() == 1; }, 5s);
   if (!started) {
@@ -501,7 +501,7 @@ TEST_F(Cli, RunWaitingForTheLockEndsOnSigtermAndSigint) {
   for (int sig : {SIGTERM, SIGINT}) {
     SCOPED_TRACE(::strsignal(sig));
     ASSERT_TRUE(eventually([&] { return waiters() == "0"; }));
-    Process p({REDLOCK_CLI_PATH, "--nodes", nodes, "run", "queue", "--wait", "20000", "--", "touch",
+    Process p({REDLOCK_CLI_PATH, "--nodes", nodes, "run", "--wait", "20000", "queue", "--", "touch",
                dir / "ran"});
     ASSERT_TRUE(eventually([&] { return waiters() == "1"; }, 5s));
     auto start = std::chrono::steady_clock::now();
@@ -517,7 +517,7 @@ TEST_F(Cli, RunWaitingForTheLockEndsOnSigtermAndSigint) {
     // Under nohup (SIGHUP ignored from the start) a hang-up does not end the wait.
     ASSERT_TRUE(eventually([&] { return waiters() == "0"; }));
     ::signal(SIGHUP, SIG_IGN);  // inherited by the CLI, as nohup does it
-    Process p({REDLOCK_CLI_PATH, "--nodes", nodes, "run", "queue", "--wait", "1000", "--", "touch",
+    Process p({REDLOCK_CLI_PATH, "--nodes", nodes, "run", "--wait", "1000", "queue", "--", "touch",
                dir / "ran"});
     ::signal(SIGHUP, SIG_DFL);
     ASSERT_TRUE(eventually([&] { return waiters() == "1"; }, 5s));
@@ -533,7 +533,7 @@ TEST_F(Cli, RunWaitingForTheLockEndsOnSigtermAndSigint) {
 TEST_F(Cli, RunTerminatesTheCommandsWholeProcessGroupWhenTheLockIsLost) {
   TempDir dir;
   Process p({REDLOCK_CLI_PATH, "--nodes", nodes, "--ttl", "1000", "--request-timeout", "100", "run",
-             "tree", "--kill-after", "300", "--", "sh", "-c", process_tree(dir / "pids")});
+             "--kill-after", "300", "tree", "--", "sh", "-c", process_tree(dir / "pids")});
   ASSERT_TRUE(eventually([&] { return pids_in(dir / "pids").size() == 3; }, 5s));
   ASSERT_TRUE(eventually([&] { return cluster.count_existing("redlock:tree") >= 2; }, 5s));
   auto start = std::chrono::steady_clock::now();
@@ -551,7 +551,7 @@ TEST_F(Cli, RunTerminatesTheCommandsWholeProcessGroupWhenTheLockIsLost) {
 
 TEST_F(Cli, RunCommandEndsWhenRedlockIsKilled) {
   TempDir dir;
-  Process p({REDLOCK_CLI_PATH, "--nodes", nodes, "run", "orphan", "--kill-after", "500", "--", "sh",
+  Process p({REDLOCK_CLI_PATH, "--nodes", nodes, "run", "--kill-after", "500", "orphan", "--", "sh",
              "-c", process_tree(dir / "pids")});
   ASSERT_TRUE(eventually([&] { return pids_in(dir / "pids").size() == 3; }, 5s));
   auto pids = pids_in(dir / "pids");
@@ -564,7 +564,7 @@ TEST_F(Cli, RunCommandEndsWhenRedlockIsKilled) {
 
 TEST_F(Cli, RunEndsWhatTheCommandLeftRunningBeforeItReleases) {
   TempDir dir;
-  auto r = cli({"--nodes", nodes, "run", "leftover", "--kill-after", "500", "--", "sh", "-c",
+  auto r = cli({"--nodes", nodes, "run", "--kill-after", "500", "leftover", "--", "sh", "-c",
                 "exec >/dev/null 2>&1; sleep 20 & echo $! > " + dir / "pid" + "; exit 3"});
   auto pids = pids_in(dir / "pid");
   bool ended = all_gone(pids);

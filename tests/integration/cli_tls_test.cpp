@@ -96,6 +96,40 @@ TEST_F(CliTls, SniNamesTheServerToCheck) {
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
 }
 
+// show and extend's read-back use connections of the tool's own: TLS, verified, as the lock's.
+TEST_F(CliTls, ShowAndExtendReadTheNodesOverTls) {
+  RedisCluster cluster(3, TlsMode::of(*files_, /*auth_clients=*/true));
+  std::vector<std::string> tls = {"--nodes",  cluster.tls_node_list("localhost"),
+                                  "--cacert", files_->ca_cert,
+                                  "--cert",   files_->client_cert,
+                                  "--key",    files_->client_key};
+  auto with = [&](std::vector<std::string> rest) {
+    auto args = tls;
+    args.insert(args.end(), rest.begin(), rest.end());
+    return cli(args);
+  };
+  auto a = with({"-q", "--ttl", "20s", "acquire", "cli-show"});
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  std::string token = a.out.substr(0, 33);
+  std::string name =
+      cluster[0].command({"EVAL", "return string.sub(redis.sha1hex(ARGV[1]), 1, 16)", "0", token});
+  auto s = with({"show", "cli-show"});
+  EXPECT_EQ(s.exit_code, 0) << s.err;
+  EXPECT_NE(s.out.find("held by " + name + " on 3 of 3 nodes"), std::string::npos) << s.out;
+  auto e = with({"--ttl", "1s", "extend", "cli-show", token});
+  EXPECT_EQ(e.exit_code, 0) << e.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(e.err, m, std::regex("holds it for ([0-9]+) ms more"))) << e.err;
+  EXPECT_GT(std::stoll(m[1]), 15000) << e.err;
+
+  // An untrusted server is not read, and says why.
+  auto untrusted =
+      cli({"--nodes", cluster.tls_node_list("localhost"), "--cacert", files_->other_ca_cert,
+           "--cert", files_->client_cert, "--key", files_->client_key, "show", "cli-show"});
+  EXPECT_EQ(untrusted.exit_code, 3) << untrusted.out;
+  EXPECT_NE(untrusted.out.find("not read: TLS"), std::string::npos) << untrusted.out;
+}
+
 TEST_F(CliTls, CertWithoutKeyIsAUsageError) {
   auto r = cli({"--nodes", "rediss://127.0.0.1:1", "--cert", files_->client_cert, "acquire", "x"});
   EXPECT_EQ(r.exit_code, 2) << r.err;

@@ -1,0 +1,21 @@
+// Durations on the command line: a whole number with an optional unit (ms, s, m, h); a plain
+// number is milliseconds, as it always was.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "redlock/config.hpp"
+
+namespace redlock::cli {
+
+// The duration `text` spells, or nullopt with `why` saying what is wrong. A negative number is
+// returned as such: whether it is allowed is the library's to say (its message names the
+// rule). A number too large for milliseconds is refused here, as above the longest duration.
+std::optional<Milliseconds> parse_duration(std::string_view text, std::string& why);
+
+// "1500 ms", "30 s", "2 min": for messages.
+std::string format_duration(Milliseconds d);
+
+}  // namespace redlock::cli

@@ -1,0 +1,103 @@
+#include "lock_verbs.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <iostream>
+#include <vector>
+
+#include "show.hpp"
+
+namespace redlock::cli {
+
+int do_acquire(const Globals& g, redlock::Client& client, const std::string& key,
+               std::optional<Milliseconds> wait, bool fencing) {
+  if (g_stdout_was_closed) {
+    // Nothing acquired: the token would go nowhere, and the lock would stay taken for its ttl.
+    std::cerr << "redlock: stdout is closed: the token could not be delivered; '" << key
+              << "' not acquired\n";
+    return kUsage;
+  }
+  redlock::AcquireRequest req;
+  req.resources = {key};
+  req.ttl = client.config().ttl;
+  req.fencing = fencing;
+  req.wait = wait;
+  auto r = client.acquire(req);
+  if (!r) return fail(r, "not acquired '" + key + "'");
+  // The token alone; with --fencing, the token and the fencing token on one line:
+  //   read -r token fencing < <(redlock acquire --fencing KEY)
+  std::string line = r.lock.token;
+  if (fencing) line += ' ' + std::to_string(r.lock.fencing_token);
+  if (!write_stdout(line + '\n')) {
+    // Nobody got the token (a closed pipe, a full disk): give the lock back rather than leave
+    // it held.
+    const int error = errno;
+    auto rel = client.release(r.lock);
+    std::cerr << "redlock: cannot write the token to stdout (" << std::strerror(error) << "); "
+              << (rel ? "released '" + key + "'"
+                      : "'" + key + "' not released (" + rel.message() +
+                            "): it expires with its ttl")
+              << '\n';
+    return kUsage;
+  }
+  diag(g, "acquired '" + key + "' (key " + client.key_of(key) + ") for " +
+              std::to_string(r.lock.ttl.count()) + " ms, valid for " +
+              std::to_string(r.lock.validity_left().count()) + " ms after " +
+              std::to_string(r.attempts) + " attempt(s); votes " + r.votes.to_string());
+  return kOk;
+}
+
+// What a quorum of nodes now guarantees: renew.lua raises a key's ttl to the new lease but
+// never shortens it, so the keys may live longer than --ttl. Read back (show.hpp) and
+// reported as the quorum-th longest ttl of the keys that hold our token, less the drift
+// allowance; when fewer than a quorum can be read, the library's own lower bound, said to be one.
+int do_extend(const Globals& g, redlock::Client& client, const std::string& key,
+              const std::string& token) {
+  redlock::Lock lock(key, token);
+  const auto ttl = client.config().ttl;
+  const auto start = redlock::Clock::now();
+  auto r = client.extend(lock, ttl);
+  if (!r) return fail(r, "not extended '" + key + "'");
+  if (g.quiet) return kOk;
+  const auto& config = client.config();
+  // Only the nodes that extended it: one that did not answer could hold up the read-back for
+  // a connect timeout, and holds nothing of ours that counts.
+  std::vector<bool> extended;
+  for (const auto& v : r.votes.nodes) extended.push_back(v.vote == redlock::Vote::yes);
+  const auto views = read_lock(config, client.key_of(key), &extended);
+  const std::string ours = holder_name(token);
+  std::vector<long long> ttls;
+  for (const auto& v : views)
+    if (v.read && v.type == "string" && v.holder == ours && v.ttl_ms >= 0) ttls.push_back(v.ttl_ms);
+  std::sort(ttls.rbegin(), ttls.rend());
+  const std::size_t quorum = config.nodes.size() / 2 + 1;
+  std::string said;
+  if (ttls.size() >= quorum) {
+    auto elapsed = std::chrono::duration_cast<Milliseconds>(redlock::Clock::now() - start).count();
+    long long kept = ttls[quorum - 1];
+    auto drift = static_cast<long long>(static_cast<double>(kept) * config.drift_factor) + 2;
+    long long valid = std::max<long long>(0, kept - drift - elapsed);
+    said = "a quorum holds it for " + std::to_string(kept) + " ms more, valid for " +
+           std::to_string(valid) + " ms";
+    if (kept > ttl.count() + 50)
+      said += " (--ttl " + std::to_string(ttl.count()) +
+              " ms asked for less: a node never shortens a lease, it kept the longer one)";
+  } else {
+    said = "valid for at least " + std::to_string(lock.validity_left().count()) +
+           " ms (a node never shortens a lease: it may hold it longer)";
+  }
+  diag(g, "extended '" + key + "': " + said + "; votes " + r.votes.to_string());
+  return kOk;
+}
+
+int do_release(const Globals& g, redlock::Client& client, const std::string& key,
+               const std::string& token) {
+  auto r = client.release(redlock::Lock(key, token));
+  if (!r) return fail(r, "not released '" + key + "'");
+  diag(g, "released '" + key + "' on " + std::to_string(r.released) + " node(s); votes " +
+              r.votes.to_string());
+  return kOk;
+}
+
+}  // namespace redlock::cli

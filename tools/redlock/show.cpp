@@ -1,0 +1,273 @@
+#include "show.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <memory>
+
+#include <iostream>
+
+#include "core/keys.hpp"
+#include "core/quorum.hpp"
+#include "node_connection.hpp"
+
+namespace redlock::cli {
+namespace {
+
+std::string text_of(const redisReply* r) {
+  if (r == nullptr) return {};
+  if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS ||
+      r->type == REDIS_REPLY_ERROR)
+    return std::string(r->str, r->len);
+  if (r->type == REDIS_REPLY_INTEGER) return std::to_string(r->integer);
+  return {};
+}
+
+// The reply; throws the node's words for an error reply.
+ReplyPtr must(NodeConnection& conn, std::initializer_list<std::string> args) {
+  auto r = conn.command(args);
+  if (r->type == REDIS_REPLY_ERROR) throw std::runtime_error(text_of(r.get()));
+  return r;
+}
+
+std::string digest(const std::string& text) { return redlock::detail::token_digest(text); }
+
+// The auxiliary key of `kind`: keys.hpp's name, or the legacy "<key>:<kind>" of older scripts
+// when only that one exists. Returns the key and its type ("none" when neither exists).
+std::pair<std::string, std::string> aux(NodeConnection& conn, const std::string& lock_key,
+                                        std::string_view kind, NodeView& view) {
+  std::string key = redlock::detail::aux_key(lock_key, kind);
+  std::string type = text_of(must(conn, {"TYPE", key}).get());
+  if (type != "none") return {key, type};
+  std::string legacy = lock_key + ":" + std::string(kind);
+  std::string legacy_type = text_of(must(conn, {"TYPE", legacy}).get());
+  if (legacy_type != "none") {
+    view.notes.push_back(std::string(kind) + " read under its legacy name '" + legacy + "'");
+    return {legacy, legacy_type};
+  }
+  return {key, type};
+}
+
+void read_node(NodeConnection& conn, const std::string& lock_key, NodeView& v) {
+  v.type = text_of(must(conn, {"TYPE", lock_key}).get());
+  if (v.type == "string") {
+    std::string value = text_of(must(conn, {"GET", lock_key}).get());
+    v.holder = holder_name(value);
+    v.waited_for = !value.empty() && value.back() == '!';
+  }
+  if (v.type != "none") v.ttl_ms = must(conn, {"PTTL", lock_key})->integer;
+
+  auto now = must(conn, {"TIME"});
+  long long node_ms = 0;
+  if (now->type == REDIS_REPLY_ARRAY && now->elements == 2)
+    node_ms =
+        std::stoll(text_of(now->element[0])) * 1000 + std::stoll(text_of(now->element[1])) / 1000;
+
+  auto [queue, queue_type] = aux(conn, lock_key, redlock::detail::kQueue, v);
+  if (queue_type == "zset") {
+    auto r = must(conn, {"ZRANGE", queue, "0", "-1", "WITHSCORES"});
+    for (std::size_t i = 0; i + 1 < r->elements; i += 2)
+      v.line.push_back({digest(text_of(r->element[i])), text_of(r->element[i + 1])});
+  } else if (queue_type != "none") {
+    v.notes.push_back("the line's key holds a " + queue_type + ", not a sorted set");
+  }
+  auto [turns, turns_type] = aux(conn, lock_key, redlock::detail::kTurns, v);
+  if (turns_type == "hash") {
+    auto r = must(conn, {"HGETALL", turns});
+    for (std::size_t i = 0; i + 1 < r->elements; i += 2) {
+      long long due = 0;
+      try {
+        due = std::stoll(text_of(r->element[i + 1]));
+      } catch (const std::exception&) {
+        v.notes.push_back("a turn with a due time that is not a number");
+        continue;
+      }
+      v.turns.push_back({digest(text_of(r->element[i])), due - node_ms});
+    }
+  } else if (turns_type != "none") {
+    v.notes.push_back("the turns' key holds a " + turns_type + ", not a hash");
+  }
+  auto [others, others_type] = aux(conn, lock_key, redlock::detail::kOthers, v);
+  if (others_type == "set" || others_type == "zset") {
+    auto r = others_type == "set" ? must(conn, {"SMEMBERS", others})
+                                  : must(conn, {"ZRANGE", others, "0", "-1"});
+    for (std::size_t i = 0; i < r->elements; ++i)
+      v.others.push_back(digest(text_of(r->element[i])));
+    std::sort(v.others.begin(), v.others.end());
+  } else if (others_type != "none") {
+    v.notes.push_back("the others' key holds a " + others_type);
+  }
+  auto [fence, fence_type] = aux(conn, lock_key, redlock::detail::kFence, v);
+  if (fence_type == "string")
+    v.fence = text_of(must(conn, {"GET", fence}).get());
+  else if (fence_type != "none")
+    v.notes.push_back("the fence key holds a " + fence_type + ", not a counter");
+}
+
+std::string ttl_text(long long ms) {
+  if (ms == -1) return "no ttl";
+  if (ms < 0) return "-";
+  return std::to_string(ms) + " ms";
+}
+
+}  // namespace
+
+std::string holder_name(const std::string& token) {
+  std::string t = token;
+  if (!t.empty() && t.back() == '!') t.back() = '.';
+  return digest(t);
+}
+
+std::vector<NodeView> read_lock(const Config& config, const std::string& lock_key,
+                                const std::vector<bool>* only) {
+  std::vector<NodeView> views;
+  for (std::size_t i = 0; i < config.nodes.size(); ++i) {
+    const auto& node = config.nodes[i];
+    NodeView v;
+    v.address = node.to_string();
+    views.push_back(v);
+    auto& view = views.back();
+    if (only != nullptr && (i >= only->size() || !(*only)[i])) {
+      view.error = "not asked";
+      continue;
+    }
+    try {
+      NodeConnection conn(node, config.tls, config.connect_timeout,
+                          std::max(config.request_timeout, Milliseconds(1000)));
+      read_node(conn, lock_key, view);
+      view.read = true;
+    } catch (const std::exception& e) {
+      view = NodeView{};
+      view.address = node.to_string();
+      view.error = e.what();
+    }
+  }
+  return views;
+}
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    auto c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (c < 0x20 || c >= 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
+bool print_views(const std::string& resource, const std::string& lock_key,
+                 const std::vector<NodeView>& views, bool json) {
+  std::size_t quorum = views.size() / 2 + 1, read = 0, foreign = 0;
+  std::map<std::string, std::size_t> holders;
+  for (const auto& v : views) {
+    if (v.read) ++read;
+    if (v.read && v.type == "string") ++holders[v.holder];
+    if (v.read && v.type != "string" && v.type != "none") ++foreign;
+  }
+  std::string majority;
+  for (const auto& [name, n] : holders)
+    if (n >= quorum) majority = name;
+
+  if (json) {
+    std::string o = "{\"resource\":" + json_string(resource) + ",\"key\":" + json_string(lock_key) +
+                    ",\"quorum\":" + std::to_string(quorum) +
+                    ",\"holder\":" + (majority.empty() ? "null" : json_string(majority)) +
+                    ",\"nodes\":[";
+    for (std::size_t i = 0; i < views.size(); ++i) {
+      const auto& v = views[i];
+      if (i > 0) o += ',';
+      o += "{\"node\":" + json_string(v.address) + ",\"read\":" + (v.read ? "true" : "false");
+      if (!v.read) {
+        o += ",\"error\":" + json_string(v.error) + "}";
+        continue;
+      }
+      o += ",\"type\":" + json_string(v.type);
+      o += ",\"holder\":" + (v.type == "string" ? json_string(v.holder) : std::string("null"));
+      o += ",\"waited_for\":" + std::string(v.waited_for ? "true" : "false");
+      o += ",\"ttl_ms\":" + std::to_string(v.ttl_ms);
+      o += ",\"line\":[";
+      for (std::size_t j = 0; j < v.line.size(); ++j)
+        o += (j ? "," : "") + std::string("{\"name\":") + json_string(v.line[j].name) +
+             ",\"place\":" + json_string(v.line[j].place) + "}";
+      o += "],\"turns\":[";
+      for (std::size_t j = 0; j < v.turns.size(); ++j)
+        o += (j ? "," : "") + std::string("{\"name\":") + json_string(v.turns[j].name) +
+             ",\"left_ms\":" + std::to_string(v.turns[j].left_ms) + "}";
+      o += "],\"others\":[";
+      for (std::size_t j = 0; j < v.others.size(); ++j)
+        o += (j ? "," : "") + json_string(v.others[j]);
+      o += "],\"fence\":" + (v.fence.empty() ? std::string("null") : json_string(v.fence));
+      o += ",\"notes\":[";
+      for (std::size_t j = 0; j < v.notes.size(); ++j)
+        o += (j ? "," : "") + json_string(v.notes[j]);
+      o += "]}";
+    }
+    o += "]}\n";
+    std::fputs(o.c_str(), stdout);
+    return std::fflush(stdout) == 0 && !std::ferror(stdout);
+  }
+
+  std::printf("%s (key %s)\n", resource.c_str(), lock_key.c_str());
+  for (const auto& v : views) {
+    if (!v.read) {
+      std::printf("  %-26s not read: %s\n", v.address.c_str(), v.error.c_str());
+      continue;
+    }
+    if (v.type == "none")
+      std::printf("  %-26s free", v.address.c_str());
+    else if (v.type == "string")
+      std::printf("  %-26s held by %s, %s left%s", v.address.c_str(), v.holder.c_str(),
+                  ttl_text(v.ttl_ms).c_str(), v.waited_for ? ", waited for" : "");
+    else
+      std::printf("  %-26s NOT A LOCK: the key holds a %s (%s)", v.address.c_str(), v.type.c_str(),
+                  ttl_text(v.ttl_ms).c_str());
+    std::printf("; fence %s\n", v.fence.empty() ? "-" : v.fence.c_str());
+    if (!v.line.empty()) {
+      std::printf("    line:");
+      for (const auto& w : v.line) std::printf(" %s", w.name.c_str());
+      std::printf("\n");
+    }
+    for (const auto& t : v.turns)
+      std::printf("    turn: %s, %lld ms %s\n", t.name.c_str(),
+                  t.left_ms < 0 ? -t.left_ms : t.left_ms, t.left_ms < 0 ? "overdue" : "left");
+    if (!v.others.empty())
+      std::printf("    waiting for several keys: %zu client(s)\n", v.others.size());
+    for (const auto& n : v.notes) std::printf("    note: %s\n", n.c_str());
+  }
+  if (read < quorum)
+    std::printf("%zu of %zu nodes read: no quorum (%zu)\n", read, views.size(), quorum);
+  else if (!majority.empty())
+    std::printf("held by %s on %zu of %zu nodes (quorum %zu)\n", majority.c_str(),
+                holders[majority], views.size(), quorum);
+  else if (holders.empty() && foreign == 0)
+    std::printf("free on every node read (%zu of %zu)\n", read, views.size());
+  else if (holders.empty())
+    std::printf("no lock: %zu node(s) hold a key of another type there\n", foreign);
+  else
+    std::printf("held on some nodes, by no holder on a quorum (%zu)\n", quorum);
+  return std::fflush(stdout) == 0 && !std::ferror(stdout);
+}
+
+// Each node's view of one lock (show.hpp); exit 3 when fewer than a quorum could be read.
+int do_show(const Globals& g, const Config& config, const std::string& key, bool json) {
+  (void)g;
+  const std::string lock_key = config.key_prefix + key;
+  auto views = read_lock(config, lock_key);
+  std::size_t read = 0;
+  for (const auto& v : views) read += v.read ? 1 : 0;
+  if (!print_views(key, lock_key, views, json)) {
+    std::cerr << "redlock: cannot write to stdout\n";
+    return kUsage;
+  }
+  return read >= views.size() / 2 + 1 ? kOk : kNoQuorum;
+}
+
+}  // namespace redlock::cli
