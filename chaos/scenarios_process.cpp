@@ -300,11 +300,11 @@ void run_lost_lock(Run& run) {
                                    "--request-timeout",
                                    "150",
                                    "run",
-                                   "chaos",
                                    "--wait",
                                    "3000",
                                    "--kill-after",
                                    "2000",
+                                   "chaos",
                                    "--"};
   WorkerSpec family;
   family.mode = "family";
