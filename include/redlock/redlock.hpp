@@ -9,6 +9,7 @@
 #include "redlock/held_lock.hpp"
 #include "redlock/lock.hpp"
 #include "redlock/mutex.hpp"
+#include "redlock/observer.hpp"
 
 /// \namespace redlock
 /// \brief The whole public API of redlock-cpp: Client, Config, Lock and its results,
