@@ -100,6 +100,8 @@ enum class NodeState : std::uint8_t {
   backoff,       ///< Connecting failed; the next try is after NodeEvent::backoff. Meanwhile its
                  ///< requests fail at once.
   restarting,    ///< Connected, but restarted too recently to vote (Config::restart_guard).
+                 ///< NodeState::connected follows with the first acquire sent to it once
+                 ///< the guard's time has passed.
 };
 
 /// \param state A state.

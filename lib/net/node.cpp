@@ -249,8 +249,10 @@ void Node::begin_session(Conn& conn) {
   send_orphans(conn);
   // The commands that waited go out in the order they were sent, behind the scripts they need,
   // each still bounded by its own deadline.
+  told_restarting_ = false;  // a new session: told below
   if (ineligible()) {
     // Restarted too recently: what waited for this session fails, never sent.
+    told_restarting_ = config_.observer != nullptr;
     notify_node(config_, index_, label_, subscriber_ != nullptr, NodeState::restarting, last_error_,
                 last_error_detail_);
     fail_held(last_error_, last_error_detail_);
@@ -595,7 +597,14 @@ void Node::unknown_age() {
 
 bool Node::ineligible() {
   auto now = uv_now(loop_);
-  if (now >= eligible_at_) return false;
+  if (now >= eligible_at_) {
+    if (told_restarting_) {
+      // It was told restarting at connect: its first eligible use tells that it votes now.
+      told_restarting_ = false;
+      notify_node(config_, index_, label_, subscriber_ != nullptr, NodeState::connected);
+    }
+    return false;
+  }
   note_error(
       make_error_code(Errc::node_restarting),
       (uptime_s_ < 0 ? std::string("uptime unknown (INFO unreadable), taken as just restarted")

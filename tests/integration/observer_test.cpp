@@ -224,6 +224,30 @@ TEST(Observer, ARefusedReplicaIsToldWithWhyThenBacksOff) {
   EXPECT_TRUE(refused);
 }
 
+TEST(Observer, ANodeUnderTheRestartGuardIsToldRestartingThenConnected) {
+  RedisCluster cluster(3);
+  auto rec = std::make_shared<Recorder>();
+  Config config = observed(cluster.node_list(), rec);
+  // The servers have just started: each waits out the largest lease before it votes.
+  config.ttl = 1000ms;
+  config.watchdog_lease = 1500ms;
+  config.restart_guard = 1500ms;
+  Client client(config);
+  ASSERT_TRUE(eventually([&] { return rec->has_node(NodeState::restarting, 0); }));
+  for (const auto& n : rec->node_events()) {
+    EXPECT_NE(n.state, NodeState::connected) << "no vote before the guard's time";
+    if (n.state == NodeState::restarting) {
+      EXPECT_EQ(n.error, Errc::node_restarting) << n.detail;
+    }
+  }
+  // Once the guard's time has passed, the first acquire finds the nodes voting again.
+  ASSERT_TRUE(eventually([&] { return static_cast<bool>(client.try_acquire("obs:guard")); }, 5s));
+  EXPECT_TRUE(eventually([&] {
+    return rec->has_node(NodeState::connected, 0) && rec->has_node(NodeState::connected, 1) &&
+           rec->has_node(NodeState::connected, 2);
+  }));
+}
+
 TEST(Observer, NoEventNamesAPassword) {
   const std::string secret = "s3cr3t-pw";
   RedisCluster cluster(3, {"--requirepass", secret}, secret);
