@@ -7,7 +7,7 @@ REDLOCK_PACKAGES_BUILD="g++ cmake ninja-build libhiredis-dev libuv1-dev libcli11
 # the pkg-config consumer, nftables and
 # iproute2 for the chaos suite's partitions, openssl to make the TLS tests' certificates,
 # doxygen for the API reference check.
-REDLOCK_PACKAGES_TEST="libgtest-dev libgmock-dev libbenchmark-dev redis-server redis-tools clang python3 python3-yaml pkgconf nftables iproute2 openssl doxygen"
+REDLOCK_PACKAGES_TEST="libgtest-dev libgmock-dev libbenchmark-dev redis-server redis-tools clang python3 python3-yaml pkgconf nftables iproute2 openssl doxygen prometheus-cpp-dev prometheus"
 # Benchmarks: gnuplot draws the chart, python3 writes the report, iproute2 gives `ss`.
 REDLOCK_PACKAGES_BENCH="gnuplot-nox python3 iproute2"
 

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -21,6 +22,24 @@ using Milliseconds = std::chrono::milliseconds;
 /// above it is refused (Errc::invalid_argument / invalid_config); a wait above it waits without
 /// end. Clock arithmetic in nanoseconds can then never overflow.
 inline constexpr Milliseconds longest_duration{1LL << 40};
+
+class Observer;  // redlock/observer.hpp
+
+/// \brief Severity of a message to Config::log.
+enum class LogLevel : std::uint8_t {
+  warning,  ///< Something the operator should look at (a node without persistence, ...).
+  error,    ///< Something went wrong that the library cannot report otherwise (an exception
+            ///< escaping a callback, an unlock that failed without an error callback, a leak).
+};
+
+/// \param level A level.
+/// \return Its name: "warning" or "error".
+REDLOCK_API const char* to_string(LogLevel level) noexcept;
+
+/// \brief Receives the library's messages (Config::log).
+/// \param level How serious.
+/// \param message One sentence, without a trailing newline; never a password.
+using LogHandler = std::function<void(LogLevel level, const std::string& message)>;
 
 /// \brief One independent Redis master, from `redis://[user:password@]host:port[/db]`.
 struct REDLOCK_API NodeAddress {
@@ -107,9 +126,21 @@ struct REDLOCK_API Config {
   /// fail at once with Errc::node_restarting and count as "no". Set it to the largest ttl that
   /// any client of these nodes uses. 0 (the default): off.
   Milliseconds restart_guard{0};
-  /// Receives each warning (a sentence naming the node), once per node and cause. Empty: the
-  /// warning is written to standard error. Called on the client's loop thread.
+  /// Receives each warning about a node (a sentence naming the node), once per node and cause.
+  /// Empty: the warning goes to #log, at LogLevel::warning. Called on the client's loop thread.
   std::function<void(const std::string& warning)> on_warning;
+  /// Receives every message the library has for a human, in place of standard error: warnings
+  /// about nodes (unless #on_warning takes them), exceptions that escaped a callback, a Mutex
+  /// unlock that failed without MutexOptions::on_error, a leaked loop handle. Empty (the
+  /// default): each message is written to standard error as `redlock: <message>` (warnings as
+  /// `redlock: warning: <message>`). Called on the client's loop thread, except for a failed
+  /// unlock and a leak, reported on the thread that unlocked or destroyed the client. An
+  /// exception escaping it is swallowed.
+  LogHandler log;
+  /// Receives structured events: operations and their outcomes, lost locks, waits, node states
+  /// (redlock/observer.hpp, docs/observability.md). Null (the default): no event is built, and
+  /// the library pays one null check per event. Called on the client's loop thread.
+  std::shared_ptr<Observer> observer;
 
   /// \brief Parses a comma-separated node list; other options keep their defaults.
   /// \param list Entries as parse_node_list() takes them.

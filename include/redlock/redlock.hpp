@@ -9,6 +9,7 @@
 #include "redlock/held_lock.hpp"
 #include "redlock/lock.hpp"
 #include "redlock/mutex.hpp"
+#include "redlock/observer.hpp"
 #include "redlock/version.hpp"
 
 /// \namespace redlock

@@ -62,6 +62,7 @@ Client::Impl::Impl(Config config)
       link_(std::make_shared<detail::ClientLink>()),
       mutexes_(std::make_shared<detail::MutexTable>(link_)) {
   link_->impl = this;
+  loop_.set_log_config(&config_);
   coordinator_.set_poster(
       [link = std::weak_ptr<detail::ClientLink>(link_)](std::function<void()> task) {
         post_via(link, [task = std::move(task)](Impl&) { task(); });

@@ -8,6 +8,7 @@
 
 #include "../core/replies.hpp"
 #include "../core/token.hpp"
+#include "observe.hpp"
 #include "scripts.hpp"
 
 namespace redlock::detail {
@@ -77,9 +78,11 @@ void deliver_guarded(const char* what, const std::function<void()>& call) noexce
   try {
     call();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "redlock: exception escaped a %s callback: %s\n", what, e.what());
+    log_message(thread_config(), LogLevel::error,
+                std::string("exception escaped a ") + what + " callback: " + e.what());
   } catch (...) {
-    std::fprintf(stderr, "redlock: exception escaped a %s callback\n", what);
+    log_message(thread_config(), LogLevel::error,
+                std::string("exception escaped a ") + what + " callback");
   }
 }
 
@@ -246,6 +249,7 @@ class Coordinator::AcquireJob final : public Waiter {
         done_(std::move(done)),
         cancel_(std::move(request.cancel)),
         fencing_(request.fencing) {
+    observe(co.config(), [&](Observer&) { began_ = Clock::now(); });
     if (!request.wait) {
       max_attempts_ = 1 + co.config().retry_count;
     } else if (request.wait->count() == 0) {
@@ -635,6 +639,13 @@ class Coordinator::AcquireJob final : public Waiter {
   void listen() {
     if (listening_) return;
     listening_ = true;
+    observe(co_.config(), [&](Observer& o) {
+      wait_began_ = Clock::now();
+      WaitEvent e;
+      e.phase = WaitPhase::started;
+      e.resources = &resources_;
+      o.on_wait(e);
+    });
     for (const auto& k : keys_) co_.waiters().add(k + ":released", this);
   }
 
@@ -664,6 +675,25 @@ class Coordinator::AcquireJob final : public Waiter {
       for (const auto& k : keys_) co_.waiters().pass(k + ":released");
     if (cancel_hook_ != 0) cancel_state_of(*cancel_)->remove(cancel_hook_);
     co_.jobs_.erase(id_);
+    observe(co_.config(), [&](Observer& o) {
+      auto now = Clock::now();
+      if (listening_) {
+        WaitEvent w;
+        w.phase = WaitPhase::ended;
+        w.resources = &resources_;
+        w.error = r.error;
+        w.waited = std::chrono::duration_cast<microseconds>(now - wait_began_);
+        o.on_wait(w);
+      }
+      OperationEvent e;
+      e.operation = Operation::acquire;
+      e.error = r.error;
+      e.resources = &resources_;
+      e.votes = &r.votes;
+      e.latency = std::chrono::duration_cast<microseconds>(now - began_);
+      e.attempts = r.attempts;
+      o.on_operation(e);
+    });
     auto done = std::move(done_);
     deliver_guarded("acquire", [&] { done(std::move(r)); });
     uv_close(reinterpret_cast<uv_handle_t*>(&timer_),
@@ -716,6 +746,8 @@ class Coordinator::AcquireJob final : public Waiter {
   bool finished_ = false;
   std::optional<Errc> stop_reason_;
   Votes last_votes_;
+  Clock::time_point began_{};       // with an observer only: when the job began
+  Clock::time_point wait_began_{};  // with an observer only: when it began to wait
   uv_timer_t timer_{};
 };
 
@@ -745,6 +777,7 @@ Coordinator::Coordinator(uv_loop_t* loop, const Config& config)
 Coordinator::~Coordinator() = default;
 
 void Coordinator::start() {
+  set_thread_config(&config_);  // on the loop thread: deliver_guarded reports to our log
   for (auto& n : nodes_) n->start();
 }
 
@@ -870,7 +903,8 @@ void Coordinator::extend(Lock lock, Milliseconds ttl, Client::ExtendCallback don
   auto previous = lock.valid_until;
   double drift = config_.drift_factor;
   FanOut::start(*this, std::move(command), 1, classify_renew,
-                [previous, ttl, drift, done = std::move(done)](FanOut& f, std::size_t) {
+                [this, resources = std::move(lock.resources), previous, ttl, drift,
+                 done = std::move(done)](FanOut& f, std::size_t) {
                   ExtendResult r;
                   r.votes = f.votes();
                   r.valid_until = previous;
@@ -883,6 +917,7 @@ void Coordinator::extend(Lock lock, Milliseconds ttl, Client::ExtendCallback don
                   } else {
                     r.error = make_error_code(f.tally().loss_reason(Errc::not_held));
                   }
+                  notify_operation(Operation::extend, r.error, r.votes, resources, f.started());
                   deliver_guarded("extend", [&] { done(std::move(r)); });
                 });
 }
@@ -890,14 +925,30 @@ void Coordinator::extend(Lock lock, Milliseconds ttl, Client::ExtendCallback don
 void Coordinator::release(Lock lock, Client::ReleaseCallback done) {
   Command command{&script_release, keys_of(lock.resources), {lock.token}};
   FanOut::start(*this, std::move(command), 1, classify_release,
-                [done = std::move(done)](FanOut& f, std::size_t) {
+                [this, resources = std::move(lock.resources), done = std::move(done)](FanOut& f,
+                                                                                      std::size_t) {
                   ReleaseResult r;
                   r.votes = f.votes();
                   r.released = f.tally().yes;
                   if (f.verdict() != Verdict::won)
                     r.error = make_error_code(f.tally().loss_reason(Errc::not_held));
+                  notify_operation(Operation::release, r.error, r.votes, resources, f.started());
                   deliver_guarded("release", [&] { done(std::move(r)); });
                 });
+}
+
+void Coordinator::notify_operation(Operation op, std::error_code error, const Votes& votes,
+                                   const std::vector<std::string>& resources,
+                                   Clock::time_point started) const {
+  observe(config_, [&](Observer& o) {
+    OperationEvent e;
+    e.operation = op;
+    e.error = error;
+    e.resources = &resources;
+    e.votes = &votes;
+    e.latency = std::chrono::duration_cast<microseconds>(Clock::now() - started);
+    o.on_operation(e);
+  });
 }
 
 void Coordinator::release_lease(const std::shared_ptr<Lease>& lease, Client::ReleaseCallback done) {

@@ -18,6 +18,7 @@
 #include "lease.hpp"
 #include "node.hpp"
 #include "redlock/client.hpp"
+#include "redlock/observer.hpp"
 #include "waiters.hpp"
 #include "watchdog.hpp"
 
@@ -156,6 +157,9 @@ class Coordinator {
   const std::string& turn_channel() const noexcept { return turn_channel_; }
   // The renew script for locks (keys lock after lock), as one command.
   static Command renew_command(const std::vector<const Lease*>& leases);
+  // Tells Config::observer, if any, that an operation begun at `started` ended (observe.hpp).
+  void notify_operation(Operation op, std::error_code error, const Votes& votes,
+                        const std::vector<std::string>& resources, Clock::time_point started) const;
 
   class AcquireJob;
 

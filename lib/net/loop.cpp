@@ -3,16 +3,20 @@
 #include <pthread.h>
 #include <signal.h>
 
-#include <cstdio>
+#include <string>
+
+#include "observe.hpp"
 
 namespace redlock::detail {
 namespace {
 
 std::atomic<std::size_t> open_at_close{0};
 
-void report_handle(uv_handle_t* handle, void*) {
-  std::fprintf(stderr, "redlock:   open handle: %s%s%s\n", uv_handle_type_name(handle->type),
-               uv_is_active(handle) ? ", active" : "", uv_is_closing(handle) ? ", closing" : "");
+void report_handle(uv_handle_t* handle, void* config) {
+  std::string text = std::string("  open handle: ") + uv_handle_type_name(handle->type) +
+                     (uv_is_active(handle) ? ", active" : "") +
+                     (uv_is_closing(handle) ? ", closing" : "");
+  log_message(static_cast<const Config*>(config), LogLevel::error, text);
 }
 
 }  // namespace
@@ -159,8 +163,9 @@ int EventLoop::close_loop() {
   int rc = uv_loop_close(&loop_);
   if (rc != 0) {
     // A handle outlived the loop's owner: name each one, so the leak can be found.
-    std::fprintf(stderr, "redlock: event loop closed with open handles (%s)\n", uv_strerror(rc));
-    uv_walk(&loop_, report_handle, nullptr);
+    log_message(log_config_, LogLevel::error,
+                std::string("event loop closed with open handles (") + uv_strerror(rc) + ")");
+    uv_walk(&loop_, report_handle, const_cast<Config*>(log_config_));
     open_at_close.fetch_add(1);
   }
   return rc;

@@ -10,6 +10,10 @@
 #include <thread>
 #include <vector>
 
+namespace redlock {
+struct Config;
+}
+
 namespace redlock::detail {
 
 // How many loops of this process have closed with a handle still open (uv_loop_close() != 0),
@@ -27,6 +31,8 @@ class EventLoop {
   EventLoop& operator=(const EventLoop&) = delete;
 
   uv_loop_t* get() noexcept { return &loop_; }
+  // Where close_loop() reports a leaked handle (Config::log); null: standard error.
+  void set_log_config(const Config* config) noexcept { log_config_ = config; }
   void start();
   // Queues a task for the loop thread; false (task dropped) once stop() has begun.
   bool post(Task task);
@@ -50,6 +56,7 @@ class EventLoop {
   void stay_awake_locked();  // loop thread, mutex_ held
   void drain();
 
+  const Config* log_config_ = nullptr;
   uv_loop_t loop_{};
   uv_async_t async_{};
   // Started while awake_: read the mailbox after this turn's I/O and before the next poll.

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "client_impl.hpp"
+#include "observe.hpp"
 
 namespace redlock {
 
@@ -119,10 +120,14 @@ void Mutex::report(std::error_code ec, const std::string& what) noexcept {
       std::lock_guard<std::mutex> guard(error_mutex_);
       last_error_ = ec;
     }
-    if (options_.on_error)
+    if (options_.on_error) {
       options_.on_error(ec, what);
-    else
-      std::fprintf(stderr, "redlock: %s (%s)\n", what.c_str(), ec.message().c_str());
+      return;
+    }
+    // The client's log, when the client is still there (copied: it is called outside the lock).
+    LogHandler log;
+    with_client(table_->link, [&](Client::Impl& impl) { log = impl.config_.log; });
+    detail::write_log(&log, LogLevel::error, what + " (" + ec.message() + ")");
   } catch (...) {
   }
 }

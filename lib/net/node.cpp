@@ -10,6 +10,7 @@
 
 #include "../core/quorum.hpp"
 #include "../core/safeguards.hpp"
+#include "observe.hpp"
 #include "protocol.hpp"
 #include "redlock/errors.hpp"
 #include "tls.hpp"
@@ -22,6 +23,23 @@ std::string ms_text(Milliseconds d) { return std::to_string(d.count()) + "ms"; }
 
 std::chrono::microseconds since(std::uint64_t sent_ns) {
   return std::chrono::microseconds((uv_hrtime() - sent_ns) / 1000);
+}
+
+// Tells Config::observer, if any, that a node's connection changed state.
+void notify_node(const Config& config, std::size_t index, const std::string& label, bool subscriber,
+                 NodeState state, std::error_code error = {}, const std::string& detail = {},
+                 Milliseconds backoff = Milliseconds(0)) {
+  observe(config, [&](Observer& o) {
+    NodeEvent e;
+    e.state = state;
+    e.node = index;
+    e.address = &label;
+    e.subscriber = subscriber;
+    e.error = error;
+    e.detail = &detail;
+    e.backoff = backoff;
+    o.on_node(e);
+  });
 }
 
 }  // namespace
@@ -231,11 +249,16 @@ void Node::begin_session(Conn& conn) {
   send_orphans(conn);
   // The commands that waited go out in the order they were sent, behind the scripts they need,
   // each still bounded by its own deadline.
+  told_restarting_ = false;  // a new session: told below
   if (ineligible()) {
     // Restarted too recently: what waited for this session fails, never sent.
+    told_restarting_ = config_.observer != nullptr;
+    notify_node(config_, index_, label_, subscriber_ != nullptr, NodeState::restarting, last_error_,
+                last_error_detail_);
     fail_held(last_error_, last_error_detail_);
     return;
   }
+  notify_node(config_, index_, label_, subscriber_ != nullptr, NodeState::connected);
   Fifo<Pending> held;
   std::swap(held, held_);
   // One whose deadline passed while it waited fails alone, never sent: issued, it would close
@@ -437,7 +460,9 @@ bool Node::handle_reply(Conn& conn, const redisReply* reply, std::uint64_t recei
         ec = make_error_code(Errc::redis_auth_failed);
       // Never answered: the connect backs off, and every command that waited for this
       // session fails without having been sent.
-      close_current(ec, p.command->args.front() + ": " + text);
+      std::string why = p.command->args.front() + ": " + text;
+      notify_node(config_, index_, label_, subscriber_ != nullptr, NodeState::refused, ec, why);
+      close_current(ec, std::move(why));
       return false;
     } else if (p.command == &info_ && !apply_info(conn, reply)) {
       return false;
@@ -511,6 +536,8 @@ bool Node::apply_info(Conn& conn, const redisReply* reply) {
   if (verdict.refuse) {
     // Never answered: the node backs off like any failed connect, and what waited fails with
     // the reason.
+    notify_node(config_, index_, label_, subscriber_ != nullptr, NodeState::refused, verdict.refuse,
+                verdict.why);
     close_current(verdict.refuse, verdict.why);
     return false;
   }
@@ -559,7 +586,7 @@ void Node::warn(const std::string& text) {
       // A warning handler that throws must not take the connection down.
     }
   } else {
-    std::fprintf(stderr, "redlock: warning: %s\n", line.c_str());
+    log_message(&config_, LogLevel::warning, line);
   }
 }
 
@@ -570,7 +597,14 @@ void Node::unknown_age() {
 
 bool Node::ineligible() {
   auto now = uv_now(loop_);
-  if (now >= eligible_at_) return false;
+  if (now >= eligible_at_) {
+    if (told_restarting_) {
+      // It was told restarting at connect: its first eligible use tells that it votes now.
+      told_restarting_ = false;
+      notify_node(config_, index_, label_, subscriber_ != nullptr, NodeState::connected);
+    }
+    return false;
+  }
   note_error(
       make_error_code(Errc::node_restarting),
       (uptime_s_ < 0 ? std::string("uptime unknown (INFO unreadable), taken as just restarted")
@@ -604,6 +638,8 @@ void Node::close_current(std::error_code reason, std::string detail) {
     // It worked: open the replacement first, so that requests sent while the old connection's
     // requests fail (a release after a timed-out acquire) already wait for the new one.
     note_error(reason, detail);
+    notify_node(config_, index_, label_, subscriber_ != nullptr, NodeState::reconnecting, reason,
+                detail);
     connect();
   } else {
     connection_gone(reason, detail);
@@ -650,7 +686,11 @@ void Node::connection_gone(std::error_code reason, std::string detail) {
   // Always through the loop: this may run deep inside a callback.
   uv_timer_start(&reconnect_timer_, &Node::on_reconnect_timer,
                  static_cast<std::uint64_t>(delay.count()), 0);
-  if (state_ == State::backoff) fail_held(last_error_, last_error_detail_);
+  if (state_ == State::backoff) {
+    notify_node(config_, index_, label_, subscriber_ != nullptr, NodeState::backoff, last_error_,
+                last_error_detail_, delay);
+    fail_held(last_error_, last_error_detail_);
+  }
 }
 
 void Node::fail_held(std::error_code error, const std::string& detail) {

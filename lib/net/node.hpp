@@ -235,6 +235,7 @@ class Node {
   ServerIds* server_ids_ = nullptr;
   std::uint64_t eligible_at_ = 0;  // uv_now() time from which the restart guard lets it vote
   std::int64_t uptime_s_ = 0;      // as INFO said (-1: unknown), for the guard's message
+  bool told_restarting_ = false;   // the observer heard `restarting`, not yet `connected`
   bool ask_fsync_ = false;         // the session begins with CONFIG GET appendfsync
   std::vector<std::string> warnings_;
   struct Orphan {

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "coordinator.hpp"
+#include "observe.hpp"
 
 namespace redlock::detail {
 
@@ -39,11 +40,13 @@ void Watchdog::add(std::shared_ptr<Lease> lease) {
   auto at = next_event(*lease);
   heap_.push(std::move(lease), at);
   arm();
+  observe(coordinator_.config(), [&](Observer& o) { o.on_held(heap_.size()); });
 }
 
 void Watchdog::remove(const std::shared_ptr<Lease>& lease) {
   if (!lease->watched()) return;
   heap_.erase(*lease);
+  observe(coordinator_.config(), [&](Observer& o) { o.on_held(heap_.size()); });
   // The timer may now fire for nothing, and tick() re-arms it then; stop it only when idle.
   if (heap_.empty() && !closed_) {
     uv_timer_stop(&timer_);
@@ -59,9 +62,21 @@ void Watchdog::shutdown() {
 }
 
 void Watchdog::declare_lost(const std::shared_ptr<Lease>& lease, Errc code) {
-  if (lease->watched()) heap_.erase(*lease);  // never renewed again, whatever follows
+  bool was_watched = lease->watched();
+  if (was_watched) heap_.erase(*lease);  // never renewed again, whatever follows
   if (lease->lost()) return;
   lease->lost_code.store(static_cast<int>(code), std::memory_order_release);
+  observe(coordinator_.config(), [&](Observer& o) {
+    LostEvent e;
+    // lock_lost is declared at the lost deadline (tick) or when a quorum said no (renewed).
+    e.reason = code == Errc::shutting_down       ? LostReason::shutting_down
+               : Clock::now() >= lost_at(*lease) ? LostReason::expired
+                                                 : LostReason::not_held;
+    e.error = make_error_code(code);
+    e.resources = &lease->resources;
+    o.on_lost(e);
+    if (was_watched) o.on_held(heap_.size());
+  });
   auto callback = std::move(lease->on_lost);
   if (callback) deliver_guarded("lost", [&] { callback(make_error_code(code)); });
 }
@@ -161,6 +176,15 @@ void Watchdog::renewed(FanOut& f, std::size_t i, const std::shared_ptr<Lease>& l
   if (!lease->watched()) return;  // released or lost meanwhile
   auto now = Clock::now();
   const auto& config = coordinator_.config();
+  if (config.observer) {
+    std::error_code error;
+    if (f.verdict(i) != Verdict::won)
+      error = make_error_code(f.tally(i).loss_reason(Errc::not_held));
+    else if (!granted_deadline(f.started(), now, lease->ttl, config.drift_factor))
+      error = make_error_code(Errc::validity_expired);
+    coordinator_.notify_operation(Operation::renew, error, f.votes(i), lease->resources,
+                                  f.started());
+  }
   if (f.verdict(i) == Verdict::won) {
     auto fresh = granted_deadline(f.started(), now, lease->ttl, config.drift_factor);
     if (fresh) {

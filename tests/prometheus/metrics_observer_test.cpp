@@ -1,0 +1,134 @@
+// MetricsObserver alone: events in, the registry's exposition out. No server needed.
+#include <gtest/gtest.h>
+#include <prometheus/text_serializer.h>
+
+#include <memory>
+#include <string>
+
+#include "redlock/prometheus.hpp"
+
+namespace redlock::prometheus {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string exposition(const ::prometheus::Registry& registry) {
+  return ::prometheus::TextSerializer().Serialize(registry.Collect());
+}
+
+bool has_line(const std::string& text, const std::string& line) {
+  return text.find("\n" + line + "\n") != std::string::npos || text.rfind(line + "\n", 0) == 0;
+}
+
+Votes three_votes(Vote a, Vote b, Vote c, std::error_code failure = {}) {
+  Votes v;
+  v.quorum = 2;
+  v.addresses = std::make_shared<std::vector<std::string>>(
+      std::vector<std::string>{"127.0.0.1:7001", "127.0.0.1:7002", "127.0.0.1:7003"});
+  for (Vote x : {a, b, c}) {
+    NodeVote n;
+    n.vote = x;
+    if (x == Vote::failed) n.error = failure;
+    v.nodes.push_back(n);
+  }
+  return v;
+}
+
+TEST(MetricsObserver, CountsEachEventUnderItsName) {
+  auto registry = std::make_shared<::prometheus::Registry>();
+  MetricsObserver observer(registry);
+  std::vector<std::string> resources{"r"};
+  auto ok_votes =
+      three_votes(Vote::yes, Vote::yes, Vote::failed, make_error_code(Errc::connect_failed));
+  OperationEvent e;
+  e.resources = &resources;
+  e.votes = &ok_votes;
+  e.latency = 300us;
+  e.attempts = 1;
+  observer.on_operation(e);
+  observer.on_operation(e);
+  auto refused = three_votes(Vote::no, Vote::no, Vote::yes);
+  e.votes = &refused;
+  e.error = make_error_code(Errc::not_acquired);
+  e.attempts = 3;
+  observer.on_operation(e);
+  e.operation = Operation::release;
+  e.error = {};
+  observer.on_operation(e);
+  e.operation = Operation::renew;
+  e.error = make_error_code(Errc::no_quorum);
+  observer.on_operation(e);
+  e.operation = Operation::extend;
+  e.error = {};
+  observer.on_operation(e);
+
+  LostEvent lost;
+  lost.reason = LostReason::expired;
+  lost.resources = &resources;
+  observer.on_lost(lost);
+
+  WaitEvent w;
+  w.resources = &resources;
+  observer.on_wait(w);
+  observer.on_wait(w);
+  w.phase = WaitPhase::ended;
+  w.waited = 2ms;
+  observer.on_wait(w);
+
+  std::string up = "127.0.0.1:7001", down = "127.0.0.1:7002", detail = "refused";
+  NodeEvent n;
+  n.address = &up;
+  observer.on_node(n);
+  n.address = &down;
+  n.node = 1;
+  n.state = NodeState::refused;
+  n.error = make_error_code(Errc::node_not_master);
+  n.detail = &detail;
+  observer.on_node(n);
+  n.subscriber = true;  // the notice connection's state is not the node's
+  n.address = &up;
+  n.state = NodeState::backoff;
+  n.error = make_error_code(Errc::connect_failed);
+  observer.on_node(n);
+  observer.on_held(4);
+
+  auto text = exposition(*registry);
+  EXPECT_TRUE(has_line(text, "redlock_acquire_duration_seconds_count{result=\"ok\"} 2")) << text;
+  EXPECT_TRUE(has_line(text, "redlock_acquire_duration_seconds_count{result=\"not_acquired\"} 1"));
+  EXPECT_TRUE(
+      has_line(text, "redlock_acquire_duration_seconds_bucket{result=\"ok\",le=\"0.0005\"} 2"))
+      << text;
+  EXPECT_TRUE(has_line(text, "redlock_acquire_attempts_total 5"));
+  EXPECT_TRUE(has_line(text, "redlock_releases_total{result=\"ok\"} 1"));
+  EXPECT_TRUE(has_line(text, "redlock_extends_total{result=\"ok\"} 1"));
+  EXPECT_TRUE(has_line(text, "redlock_renewals_total{result=\"no_quorum\"} 1"));
+  EXPECT_TRUE(has_line(text, "redlock_lock_lost_total{reason=\"expired\"} 1"));
+  EXPECT_TRUE(has_line(text, "redlock_lock_lost_total{reason=\"not_held\"} 0"));
+  EXPECT_TRUE(has_line(text, "redlock_waiters 1"));
+  EXPECT_TRUE(has_line(text, "redlock_held_locks 4"));
+  EXPECT_TRUE(has_line(text, "redlock_node_up{node=\"127.0.0.1:7001\"} 1")) << text;
+  EXPECT_TRUE(has_line(text, "redlock_node_up{node=\"127.0.0.1:7002\"} 0"));
+  // Failed votes (two acquires) and the connection errors, by node and cause.
+  EXPECT_TRUE(has_line(
+      text, "redlock_node_errors_total{error=\"connect_failed\",node=\"127.0.0.1:7003\"} 2"))
+      << text;
+  EXPECT_TRUE(has_line(
+      text, "redlock_node_errors_total{error=\"node_not_master\",node=\"127.0.0.1:7002\"} 1"));
+  EXPECT_TRUE(has_line(
+      text, "redlock_node_errors_total{error=\"connect_failed\",node=\"127.0.0.1:7001\"} 1"));
+}
+
+TEST(MetricsObserver, ConstantLabelsGoOnEveryMetric) {
+  auto registry = std::make_shared<::prometheus::Registry>();
+  MetricsOptions options;
+  options.const_labels = {{"client", "orders"}};
+  MetricsObserver observer(registry, options);
+  observer.on_held(1);
+  auto text = exposition(*registry);
+  EXPECT_TRUE(has_line(text, "redlock_held_locks{client=\"orders\"} 1")) << text;
+  EXPECT_TRUE(has_line(text, "redlock_lock_lost_total{client=\"orders\",reason=\"expired\"} 0"))
+      << text;
+}
+
+}  // namespace
+}  // namespace redlock::prometheus
