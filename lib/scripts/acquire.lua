@@ -178,7 +178,7 @@ end
 -- over first, so that fencing tokens never go backwards across the upgrade. (This can go once
 -- every fenced resource has been granted by this version on every node, or its legacy counters
 -- were deleted: docs/safety.md.)
-local function counter(key)
+local function fence_counter(key)
   local c = aux(key, 'fence')
   if redis.call('EXISTS', c) == 0 then
     local old = redis.pcall('GET', key .. ':fence')
@@ -193,7 +193,7 @@ local fence = 0
 for _, key in ipairs(KEYS) do
   redis.call('SET', key, ARGV[1], 'PX', ARGV[2])
   if ARGV[3] == '1' then
-    local counter = redis.call('INCR', counter(key))
+    local counter = redis.call('INCR', fence_counter(key))
     if counter > fence then
       fence = counter
     end
