@@ -128,6 +128,8 @@ TEST(Liveness, TheNodesCapATurnWhateverItsTicketAsks) {
 
 // 2. A resource whose name is where another resource's turns used to live (`coll:turns`) is a
 // lock like any other: a release of `coll` that hands a turn to a waiter leaves its ttl alone.
+// So is a key of another type where coll's turns live now (something else wrote it): the turn
+// cannot be written there, and the release leaves its ttl alone too.
 TEST(Liveness, ReleasingOneResourceLeavesAnothersLockAlone) {
   constexpr std::size_t kNodes = 3;
   RedisCluster cluster(kNodes);
@@ -135,6 +137,8 @@ TEST(Liveness, ReleasingOneResourceLeavesAnothersLockAlone) {
   ASSERT_TRUE(test::eventually([&] { return test::connected_to_all(other); }, 5s));
   auto a = other.try_acquire("coll:turns", 3000ms);
   ASSERT_TRUE(a) << a.message();
+  for (std::size_t i = 0; i < kNodes; ++i)
+    cluster[i].command({"SET", aux("coll", detail::kTurns), "not a hash", "PX", "3000"});
   Client holder(test::fast_config(cluster));
   ASSERT_TRUE(test::eventually([&] { return test::connected_to_all(holder); }, 5s));
   auto b = holder.try_acquire("coll", 30000ms);
@@ -159,6 +163,9 @@ TEST(Liveness, ReleasingOneResourceLeavesAnothersLockAlone) {
   for (std::size_t i = 0; i < kNodes; ++i)
     EXPECT_LE(std::stoll(cluster[i].command({"PTTL", "redlock:coll:turns"})), 3000)
         << "node " << i << ": releasing coll prolonged the lock of coll:turns";
+  for (std::size_t i = 0; i < kNodes; ++i)
+    EXPECT_LE(std::stoll(cluster[i].command({"PTTL", aux("coll", detail::kTurns)})), 3000)
+        << "node " << i << ": releasing coll prolonged a key of another type at its turns";
   EXPECT_TRUE(waiter.release(got.lock));
   EXPECT_TRUE(other.release(a.lock));
 }
