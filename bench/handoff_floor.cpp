@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "../lib/core/keys.hpp"  // where the line lives on a node
 #include "common.hpp"
 #include "redlock_scripts.hpp"  // the library's scripts, generated from lib/scripts
 #include "scenarios.hpp"
@@ -108,10 +109,13 @@ class HandoffFloor {
     std::string holder = "h" + random_hex(31) + ".", waiter = "w" + random_hex(31) + ".";
     std::string marked = holder.substr(0, holder.size() - 1) + "!";
     for (auto& n : nodes_) {
-      append(n.cmd, {"DEL", key_, key_ + ":turns", key_ + ":queue"});
+      // The line's keys as the scripts name them (lib/core/keys.hpp).
+      const auto queue = redlock::detail::aux_key(key_, redlock::detail::kQueue);
+      const auto turns = redlock::detail::aux_key(key_, redlock::detail::kTurns);
+      append(n.cmd, {"DEL", key_, turns, queue});
       append(n.cmd, {"SET", key_, marked, "PX", "10000"});
-      append(n.cmd, {"ZADD", key_ + ":queue", "1", ticket_, "2", key_ + ":other#2"});
-      append(n.cmd, {"PEXPIRE", key_ + ":queue", "60000"});
+      append(n.cmd, {"ZADD", queue, "1", ticket_, "2", key_ + ":other#2"});
+      append(n.cmd, {"PEXPIRE", queue, "60000"});
     }
     for (auto& n : nodes_)
       for (int i = 0; i < 4; ++i) call_reply(n.cmd);

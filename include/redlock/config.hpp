@@ -98,6 +98,11 @@ struct REDLOCK_API Config {
   Milliseconds retry_jitter{100};
   /// Clock drift allowance: validity = ttl - (ttl * drift_factor + 2 ms). In [0, 1).
   double drift_factor = 0.01;
+  /// A grant is kept only when at least max(ttl * min_validity_ratio, 1 ms) of its validity is
+  /// left when the quorum is complete (after the fencing write-back, with fencing); a grant
+  /// with less is a failed attempt (Errc::validity_expired), cleaned up and retried. In [0, 1),
+  /// and min_validity_ratio + drift_factor < 1 (docs/configuration-and-cli.md).
+  double min_validity_ratio = 0.1;
   /// Per node: how long resolving, connecting and the handshake (AUTH, SELECT) may take.
   Milliseconds connect_timeout{1'000};
   /// Per node: how long a single request may take; must be below the ttl.

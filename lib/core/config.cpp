@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "keys.hpp"
 #include "redlock/errors.hpp"
 
 namespace redlock {
@@ -251,6 +252,12 @@ std::error_code validate(const Config& c, std::string& message) {
     return fail(message, "retry delay and jitter must not be negative");
   if (c.reconnect_min.count() <= 0 || c.reconnect_max < c.reconnect_min)
     return fail(message, "reconnect back-off needs 0 < min <= max");
+  if (!(c.min_validity_ratio >= 0.0 && c.min_validity_ratio < 1.0) ||
+      !(c.min_validity_ratio + c.drift_factor < 1.0))
+    return fail(message, "min validity ratio " + std::to_string(c.min_validity_ratio) +
+                             " is out of range [0, 1 - drift factor)");
+  // The reserved byte separates a lock's key from its auxiliary keys (core/keys.hpp).
+  if (!detail::usable_name(c.key_prefix)) return fail(message, "key prefix contains a NUL byte");
   if (c.restart_guard.count() < 0)
     return fail(message, "restart guard " + ms(c.restart_guard) + " must not be negative");
   for (const auto& n : c.nodes) {

@@ -8,6 +8,7 @@
 // The scripts (lib/scripts/*.lua) derive the same names from KEYS[i]. Pure; any thread.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <string_view>
 
@@ -36,6 +37,12 @@ inline std::string aux_key(std::string_view lock_key, std::string_view kind) {
   key.append(kind);
   return key;
 }
+
+// How long the nodes keep a sign-up of a waiter for several keys past its latest refused attempt
+// (lib/scripts/acquire.lua, SIGN_UP): a crashed waiter's sign-ups are gone by then. A live waiter
+// asks again at least every kSignUpRefresh, so its own never lapse.
+inline constexpr std::chrono::milliseconds kSignUpLife{10'000};
+inline constexpr std::chrono::milliseconds kSignUpRefresh{kSignUpLife / 2};
 
 // True when `name` (a resource name or a key prefix) may be used: it has no reserved byte.
 inline bool usable_name(std::string_view name) {

@@ -60,8 +60,26 @@ std::string Votes::to_string() const {
   return s;
 }
 
+namespace {
+
+// True when every "no" names a waiter's turn ("turn:<digest>", scripts/acquire.lua): the key is
+// free on those nodes, and it is another waiter's turn to take it, not another owner's lock.
+bool refused_for_turns(const Votes& votes) {
+  bool any = false;
+  for (const auto& n : votes.nodes) {
+    if (n.vote != Vote::no) continue;
+    if (n.holder.rfind("turn:", 0) != 0) return false;
+    any = true;
+  }
+  return any;
+}
+
+}  // namespace
+
 std::string Outcome::message() const {
   std::string s = error ? error.message() : "ok";
+  if (error == Errc::not_acquired && refused_for_turns(votes))
+    s = "lock is free but it is another waiter's turn";
   if (!detail.empty()) s += ": " + detail;
   if (!votes.nodes.empty()) s += "; votes " + votes.to_string();
   return s;

@@ -4,6 +4,7 @@
 // the time and the randomness in, so every rule is unit-tested exhaustively.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -59,15 +60,31 @@ inline bool still_valid(Clock::time_point now, Clock::time_point deadline) noexc
   return now < deadline;
 }
 
+// The least validity a grant of a lease of `ttl` must have left to be kept
+// (Config::min_validity_ratio): ttl * ratio, and never less than 1 ms, so that a grant that
+// arrives with nothing left to use is no grant.
+inline std::chrono::microseconds least_validity(Milliseconds ttl, double ratio) noexcept {
+  auto share = std::chrono::microseconds(static_cast<std::int64_t>(
+      static_cast<double>(std::chrono::microseconds(ttl).count()) * (ratio > 0 ? ratio : 0)));
+  return std::max<std::chrono::microseconds>(share, Milliseconds(1));
+}
+
+// True when more than `least` is left at `now` before `deadline`.
+inline bool enough_left(Clock::time_point now, Clock::time_point deadline,
+                        std::chrono::microseconds least) noexcept {
+  return still_valid(now + least, deadline);
+}
+
 // The one validity check of every quorum that grants or prolongs a lock (acquire, extend,
 // renewal): the requests left at `sent`, the quorum was complete at `now`. The deadline it
-// grants, or nullopt when that deadline has already passed (then the quorum is worth nothing).
-inline std::optional<Clock::time_point> granted_deadline(Clock::time_point sent,
-                                                         Clock::time_point now, Milliseconds ttl,
-                                                         double drift_factor) noexcept {
-  auto deadline = validity_deadline(sent, ttl, drift_factor);
+// grants, or nullopt when that deadline has already passed (then the quorum is worth nothing),
+// or when no more than `least` is left of it (an acquire's minimum: least_validity).
+inline std::optional<Clock::time_point> granted_deadline(
+    Clock::time_point sent, Clock::time_point now, Milliseconds ttl, double drift_factor,
+    std::chrono::microseconds least = std::chrono::microseconds(0)) noexcept {
+  auto deadline = validity_deadline(sent, ttl, drift_factor) - least;
   if (!still_valid(now, deadline)) return std::nullopt;
-  return deadline;
+  return deadline + least;
 }
 
 // The deadline a holder may believe after an extend or a renewal. The extend script never

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "../core/keys.hpp"
 #include "../core/replies.hpp"
 #include "../core/token.hpp"
 #include "observe.hpp"
@@ -397,20 +398,23 @@ class Coordinator::AcquireJob final : public Waiter {
     r.votes = f.votes();
     r.attempts = attempts_ + fills_;
     if (!kept_) round_start_ = f.started();
-    if (f.verdict() == Verdict::won && in_line() && !f.settled()) {
+    if (f.verdict() == Verdict::won && !ticket_.empty() && !f.settled()) {
       // A node whose vote is still on its way may refuse us (its release came later than the
-      // others'): then we stand in its line there, and leave it once every vote is in.
+      // others'): then we stand in its line there (or signed up there, for several keys), and
+      // leave once every vote is in.
       auto* co = &co_;
-      f.when_settled([co, key = keys_[0], ticket = ticket_](FanOut& whole) {
+      f.when_settled([co, keys = keys_, ticket = ticket_](FanOut& whole) {
         const auto& nodes = whole.votes().nodes;
         if (std::any_of(nodes.begin(), nodes.end(),
                         [](const NodeVote& v) { return v.vote == Vote::no; }))
-          co->leave_line(key, ticket);
+          co->leave_waiting(keys, ticket);
       });
     }
     if (f.verdict() == Verdict::won) {
       // A split winner's first keys were set in its first round: its validity counts from there.
-      auto valid_until = granted_deadline(round_start_, now, ttl_, co_.config().drift_factor);
+      // Kept only with enough validity left to be of use (Config::min_validity_ratio).
+      auto valid_until =
+          granted_deadline(round_start_, now, ttl_, co_.config().drift_factor, least_validity());
       if (valid_until && !co_.shutting_down() && !stop_reason_) {
         r.lock.resources = resources_;
         r.lock.token = token_;
@@ -442,7 +446,7 @@ class Coordinator::AcquireJob final : public Waiter {
         co_, std::move(command), 1, classify_fence, [this, shared](FanOut& f, std::size_t) {
           auto now = Clock::now();
           AcquireResult r = std::move(*shared);
-          bool valid = still_valid(now, r.lock.valid_until);
+          bool valid = enough_left(now, r.lock.valid_until, least_validity());
           if (f.verdict() == Verdict::won && valid && !co_.shutting_down() && !stop_reason_) {
             in_attempt_ = false;
             finish(std::move(r));
@@ -486,7 +490,7 @@ class Coordinator::AcquireJob final : public Waiter {
       return false;
     }
     auto deadline = validity_deadline(round_start_, ttl_, co_.config().drift_factor);
-    if (fills_in_a_row_ >= kMaxFills || !still_valid(now, deadline)) return false;
+    if (fills_in_a_row_ >= kMaxFills || !enough_left(now, deadline, least_validity())) return false;
     ++fills_in_a_row_;
     ++fills_;
     in_attempt_ = true;
@@ -605,6 +609,8 @@ class Coordinator::AcquireJob final : public Waiter {
             delay = v.holder_ttl + 1ms;
       }
     }
+    // A waiter for several keys asks again before its sign-ups end on the nodes (keys.hpp).
+    if (waits_ && keys_.size() > 1 && delay > kSignUpRefresh) delay = kSignUpRefresh;
     auto next = next_attempt(now, deadline_, attempts_, max_attempts_, delay);
     if (!next) {
       finish(std::move(r));
@@ -636,6 +642,11 @@ class Coordinator::AcquireJob final : public Waiter {
            !held_elsewhere(votes.nodes, votes.quorum);
   }
 
+  // The least validity a grant of ours must have left (quorum.hpp).
+  std::chrono::microseconds least_validity() const {
+    return redlock::detail::least_validity(ttl_, co_.config().min_validity_ratio);
+  }
+
   void listen() {
     if (listening_) return;
     listening_ = true;
@@ -665,8 +676,9 @@ class Coordinator::AcquireJob final : public Waiter {
     // granted (it took a place there; where the vote is still on its way, it will be granted,
     // or its place there ends with a turn it misses). The token "-" is no token: nothing is
     // deleted.
-    if (in_line() && attempts_ > 0 && (!r || r.votes.count(Vote::no) > 0))
-      co_.leave_line(keys_[0], ticket_);
+    // So does a waiter for several keys, from the sign-ups that refused nodes keep.
+    if (!ticket_.empty() && attempts_ > 0 && (!r || r.votes.count(Vote::no) > 0))
+      co_.leave_waiting(keys_, ticket_);
     if (listening_)
       for (const auto& k : keys_) co_.waiters().remove(k + ":released", this);
     // Woken by a notice we did not use (cancelled, out of time): another waiter of this client
@@ -816,7 +828,7 @@ void Coordinator::close_nodes() {
 std::vector<std::string> Coordinator::keys_of(const std::vector<std::string>& resources) const {
   std::vector<std::string> keys;
   keys.reserve(resources.size());
-  for (const auto& r : resources) keys.push_back(config_.key_prefix + r);
+  for (const auto& r : resources) keys.push_back(lock_key(config_.key_prefix, r));
   return keys;
 }
 
@@ -864,6 +876,18 @@ Waiter* Coordinator::waiter(std::uint64_t job_id) const {
 void Coordinator::leave_line(const std::string& key, const std::string& ticket) {
   Line line{ticket, "", Milliseconds(0)};
   release_everywhere({key}, "-", /*announce=*/false, &line);
+}
+
+void Coordinator::leave_sign_ups(const std::vector<std::string>& keys, const std::string& ticket) {
+  Line line{ticket, "", Milliseconds(0)};
+  release_everywhere(keys, "-", /*announce=*/false, &line);
+}
+
+void Coordinator::leave_waiting(const std::vector<std::string>& keys, const std::string& ticket) {
+  if (keys.size() == 1)
+    leave_line(keys[0], ticket);
+  else
+    leave_sign_ups(keys, ticket);
 }
 
 void Coordinator::cancel(std::uint64_t job_id) {

@@ -121,6 +121,10 @@ class Coordinator {
   Waiter* waiter(std::uint64_t job_id) const;
   // Takes `ticket` out of `key`'s line on every node (a waiter that is gone).
   void leave_line(const std::string& key, const std::string& ticket);
+  // Takes the sign-ups of the waiter for several `keys` with `ticket` out on every node.
+  void leave_sign_ups(const std::vector<std::string>& keys, const std::string& ticket);
+  // The one of the two that fits a waiter for `keys`.
+  void leave_waiting(const std::vector<std::string>& keys, const std::string& ticket);
 
   std::vector<std::unique_ptr<Node>>& nodes() noexcept { return nodes_; }
   const Config& config() const noexcept { return config_; }
@@ -146,7 +150,8 @@ class Coordinator {
   // False once a node refused the quick acquire (SET with NX and GET: Redis 7.0 or newer).
   bool quick_acquire() const noexcept { return quick_acquire_; }
   void no_quick_acquire() noexcept { quick_acquire_ = false; }
-  // How long a waiter whose turn it is has to come and take a free key (scripts/acquire.lua).
+  // How long a waiter whose turn it is has to come and take a free key (scripts/acquire.lua:
+  // the nodes give it at most their MAX_TURN, 2 s).
   Milliseconds turn_length() const noexcept {
     return std::max(Milliseconds(100), config_.request_timeout);
   }

@@ -3,19 +3,24 @@
 -- ARGV[4]: the caller's ticket, "<its client's channel>#<n>@<ms>" ('' when it does not wait);
 -- ARGV[5]: its place (a number, the same on every node); ARGV[6]: how long the nodes keep the
 -- queue for it (ms); ARGV[7]: present when the acquire keeps to the line (its value, the client's
--- turn length, is not read: a turn lasts as long as its waiter's ticket says, "@<ms>", and 100 ms
--- for a ticket without one, as in release.lua).
+-- turn length, is not read: a turn lasts as long as its waiter's ticket says, "@<ms>", 100 ms
+-- for a ticket without one, and never longer than MAX_TURN, as in release.lua).
 -- All keys or none.
+-- Auxiliary keys (lib/core/keys.hpp): the lock's key, a NUL byte and a kind. No resource name or
+-- key prefix may hold a NUL (the client refuses it), so no lock key is ever another lock's
+-- line, turns, sign-ups or counter.
 -- Returns {1, fence} when granted: with fencing, the highest of the keys' fence counters after
--- incrementing each (<key>:fence, no ttl); without, 0.
+-- incrementing each (<key>\0fence, no ttl); without, 0.
 -- Returns {0, pttl, holder} when a token holds one of the keys: its remaining ttl and a name for
 -- that holder (a digest of its token, never the token itself). Our own token counts too: every
 -- attempt has a fresh token, so finding it here means this server was already asked in this
 -- attempt under another address (one server listed twice), and it must not vote twice.
 -- Returns {0, ms, 'turn:<digest>'} when the key is free but it is another waiter's turn: how
 -- long that turn lasts and a name for it.
--- A refused waiter for one key stands in the key's queue (<key>:queue, by place); a refused
--- waiter for several keys asks to hear of their releases (<key>:others, by channel).
+-- A refused waiter for one key stands in the key's queue (<key>\0queue, by place); a refused
+-- waiter for several keys signs up to hear of their releases (<key>\0others: its ticket, scored
+-- by when the sign-up ends on this node's clock, SIGN_UP ms after its latest refused attempt;
+-- pruned when read, and taken out when it is granted or stops waiting: release.lua).
 -- A holder's token of this version ends in '.' (lib/core/token.hpp); a waiter that stands in line
 -- or signs up here turns it into '!' (keeping the ttl), and so does a grant that leaves
 -- others waiting: the holder's release then knows from the value it reads that it has somebody to
@@ -25,6 +30,18 @@
 -- is a line that is not there. The lock's own commands (GET, PTTL, SET, INCR) are calls.
 local ticket = ARGV[4] or ''
 local lined = ARGV[7] ~= nil and ticket ~= ''
+-- The longest turn the nodes give, whatever a ticket asks (release.lua has the same): a turn
+-- needs a notice and one request, a fraction of a second; a waiter that is slower loses only
+-- its turn, not its place. It bounds how long a free key waits for a waiter that listens but
+-- does not come (a stopped process). docs/guide-waiting.md.
+local MAX_TURN = 2000
+-- How long a sign-up lasts past the waiter's latest refused attempt: a crashed waiter's is gone
+-- by then. Its client asks again well before (lib/net/coordinator.cpp, kSignUpLife).
+local SIGN_UP = 10000
+
+local function aux(key, kind)
+  return key .. '\0' .. kind
+end
 
 local function try(...)
   local r = redis.pcall(...)
@@ -56,26 +73,47 @@ local function keep(key, ms)
   if left and left < tonumber(ms) then try('PEXPIRE', key, ms) end
 end
 
+-- This node's clock in ms (read once), or nil when it cannot be read.
+local now
+local function clock()
+  if not now then
+    local time = try('TIME')
+    if time then now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000) end
+  end
+  return now
+end
+
 -- True when it now stands in line (one key) or signed up for a key (several).
 local function stand_in_line()
   if not lined then return false end
   if #KEYS == 1 then
-    local q = KEYS[1] .. ':queue'
+    local q = aux(KEYS[1], 'queue')
     if not try('ZADD', q, ARGV[5], ticket) then return false end
     -- Asking again shows it is alive: a turn it had is over, the next one is new.
-    try('HDEL', KEYS[1] .. ':turns', ticket)
+    try('HDEL', aux(KEYS[1], 'turns'), ticket)
     keep(q, ARGV[6])
     return true
   end
-  local channel = string.match(ticket, '^(.*)#')
+  if not string.match(ticket, '^(.*)#') or not clock() then return false end
   local signed = false
   for _, key in ipairs(KEYS) do
-    if channel and try('SADD', key .. ':others', channel) then
-      keep(key .. ':others', ARGV[6])
+    local others = aux(key, 'others')
+    if try('ZADD', others, now + SIGN_UP, ticket) then
+      try('ZREMRANGEBYSCORE', others, '-inf', now)
+      -- No sign-up in it ends later than SIGN_UP from now.
+      try('PEXPIRE', others, SIGN_UP)
       signed = true
     end
   end
   return signed
+end
+
+-- True when somebody waits for `key` here: a line, or a sign-up that has not ended.
+local function waiting(key)
+  local q, others = aux(key, 'queue'), aux(key, 'others')
+  if try('EXISTS', q, others) == 0 then return false end
+  if clock() then try('ZREMRANGEBYSCORE', others, '-inf', now) end
+  return try('EXISTS', q, others) ~= 0
 end
 
 for _, key in ipairs(KEYS) do
@@ -89,28 +127,30 @@ end
 -- The key is free: it is the turn of the first in line, who has a turn's length to come and
 -- is told on its client's channel ("<name>|<ticket>|<key>"). A turn not taken in time is lost,
 -- and so is one that nobody heard (its client is gone): the waiter loses its place (it takes it
--- again when it next asks), and the turn passes to the next in line.
+-- again when it next asks), and the turn passes to the next in line. So does a turn that began
+-- but whose client no longer listens (PUBSUB NUMSUB: its subscriber connections are closed), and
+-- a turn lasts MAX_TURN at most.
 -- Nothing is written before the grant's SET: a script's first write is where Redis refuses it
 -- at maxmemory (OOM), and a node out of memory must refuse, not grant.
 local missed = {}
 if ARGV[7] ~= nil and #KEYS == 1 then
   local key = KEYS[1]
-  local q, turns = key .. ':queue', key .. ':turns'
-  local now
+  local q, turns = aux(key, 'queue'), aux(key, 'turns')
   for i = 0, 15 do
     local first = try('ZRANGE', q, i, i)
     local head = first and first[1]
     if not head or head == ticket then break end
-    if not now then
-      local time = try('TIME')
-      if not time then break end
-      now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-    end
+    if not clock() then break end
     local due = tonumber(try('HGET', turns, head))
-    if not due then
-      local channel = string.match(head, '^(.*)#')
+    local channel = string.match(head, '^(.*)#')
+    if due and due > now then
+      -- A turn that began: over when nobody listens on its channel any more (an ACL without
+      -- PUBSUB leaves it to MAX_TURN).
+      local subs = channel and try('PUBSUB', 'NUMSUB', channel)
+      if not channel or (subs and tonumber(subs[2]) == 0) then due = now end
+    elseif not due then
       local heard = channel and try('PUBLISH', channel, name(ARGV[1]) .. '|' .. head .. '|' .. key)
-      local length = tonumber(string.match(head, '@(%d+)$')) or 100
+      local length = math.min(tonumber(string.match(head, '@(%d+)$')) or 100, MAX_TURN)
       if heard and heard > 0 then due = now + length end
       if due and not try('HSET', turns, head, due) then due = nil end
       if due then
@@ -133,29 +173,49 @@ if ARGV[7] ~= nil and #KEYS == 1 then
   end
 end
 
+-- The fence counter moved from <key>:fence to <key>\0fence. A node that has no new counter yet
+-- but a legacy one (a plain decimal integer: no token of ours looks like that) carries its value
+-- over first, so that fencing tokens never go backwards across the upgrade. (This can go once
+-- every fenced resource has been granted by this version on every node, or its legacy counters
+-- were deleted: docs/safety.md.)
+local function fence_counter(key)
+  local c = aux(key, 'fence')
+  if redis.call('EXISTS', c) == 0 then
+    local old = redis.pcall('GET', key .. ':fence')
+    if type(old) == 'string' and #old <= 15 and string.match(old, '^%d+$') then
+      redis.call('SET', c, old)
+    end
+  end
+  return c
+end
+
 local fence = 0
 for _, key in ipairs(KEYS) do
   redis.call('SET', key, ARGV[1], 'PX', ARGV[2])
   if ARGV[3] == '1' then
-    local counter = redis.call('INCR', key .. ':fence')
+    local counter = redis.call('INCR', fence_counter(key))
     if counter > fence then
       fence = counter
     end
   end
 end
 if #missed > 0 or (lined and #KEYS == 1) then
-  local q, turns = KEYS[1] .. ':queue', KEYS[1] .. ':turns'
+  local q, turns = aux(KEYS[1], 'queue'), aux(KEYS[1], 'turns')
   if ticket ~= '' then table.insert(missed, ticket) end
   for _, m in ipairs(missed) do
     try('ZREM', q, m)
     try('HDEL', turns, m)
   end
 end
+-- A waiter for several keys that is granted has signed up for none of them any more.
+if lined and #KEYS > 1 then
+  for _, key in ipairs(KEYS) do try('ZREM', aux(key, 'others'), ticket) end
+end
 -- A waiter's grant (the others of its line did not go away) leaves the new holder marked where
 -- others still wait. A grant that does not wait leaves it to the next refused waiter.
 if ARGV[7] ~= nil then
   for _, key in ipairs(KEYS) do
-    if try('EXISTS', key .. ':queue', key .. ':others') ~= 0 then mark(key, ARGV[1]) end
+    if waiting(key) then mark(key, ARGV[1]) end
   end
 end
 return {1, fence}

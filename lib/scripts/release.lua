@@ -5,15 +5,17 @@
 -- A release is announced under the releaser's name, the one acquire.lua gives a holder (a digest
 -- of the token, never the token), so that a client counts one release once, not once per node.
 -- When waiters stand in the key's queue (acquire.lua), it is the first one's turn, for as long as
--- its ticket says ("<its client's channel>#<n>@<ms>"; 100 ms without one): only its client is
--- told, on its channel ("<name>|<ticket>|<key>"), and so are the clients of waiters for several
--- keys ("<name>||<key>"). A turn that nobody hears (the client is gone) passes to the next in line.
--- With nobody in line, the notice goes to the key's channel <key>:released, where the clients of
--- waiters for several keys listen, when such waiters signed up (<key>:others).
+-- its ticket says ("<its client's channel>#<n>@<ms>"; 100 ms without one; MAX_TURN at most): only
+-- its client is told, on its channel ("<name>|<ticket>|<key>"), and so are the clients of waiters
+-- for several keys ("<name>||<key>"). A turn that nobody hears (the client is gone) passes to the
+-- next in line. With nobody in line, the notice goes to the key's channel <key>:released, where
+-- the clients of waiters for several keys listen, when such waiters signed up (<key>\0others).
+-- Auxiliary keys are the lock's key, a NUL byte and a kind (acquire.lua, lib/core/keys.hpp).
 -- With ARGV[3], a waiter's ticket, and one key: ARGV[4] a place puts it (back) in line (a failed
 -- attempt's clean-up: where it was granted, it left the line), the queue kept ARGV[5] ms; ''
 -- takes it out (it stopped waiting: if it was first and the key is free, the next one's turn
--- begins, announced under its ticket's digest).
+-- begins, announced under its ticket's digest). With several keys, ARGV[4] '' takes the
+-- waiter's sign-ups out (it was granted, gave up or was cancelled).
 -- The common release, one key and nothing to announce, is sent with the token alone: every
 -- argument costs each node time to parse and to hand to Lua, and a name or a turn's length is
 -- needed only where somebody waits (docs/performance.md).
@@ -39,7 +41,7 @@ if #KEYS == 1 and ARGV[3] == nil and ARGV[1] ~= '-' then
   if value == ARGV[1] then
     redis.call('DEL', KEYS[1])
     if ARGV[2] == '0' or string.byte(value, -1) == 46 then return 1 end
-    if redis.pcall('EXISTS', KEYS[1] .. ':queue', KEYS[1] .. ':others') == 0 then return 1 end
+    if redis.pcall('EXISTS', KEYS[1] .. '\0queue', KEYS[1] .. '\0others') == 0 then return 1 end
   elseif value and string.byte(ARGV[1], -1) == 46
       and value == string.sub(ARGV[1], 1, -2) .. '!' then
     redis.call('DEL', KEYS[1])
@@ -50,8 +52,12 @@ if #KEYS == 1 and ARGV[3] == nil and ARGV[1] ~= '-' then
   freed, checked = {KEYS[1]}, true  -- somebody waits: announce() below tells them
 end
 
+local function aux(key, kind)
+  return key .. '\0' .. kind
+end
+
 local function nobody_waits(key)
-  return redis.pcall('EXISTS', key .. ':queue', key .. ':others') == 0
+  return redis.pcall('EXISTS', aux(key, 'queue'), aux(key, 'others')) == 0
 end
 
 local marked = string.byte(ARGV[1], -1) == 46 and string.sub(ARGV[1], 1, -2) .. '!'
@@ -59,9 +65,11 @@ local marked = string.byte(ARGV[1], -1) == 46 and string.sub(ARGV[1], 1, -2) .. 
 -- The releaser's name (see above), worked out only where somebody is told.
 local name
 
--- How long the turn of the waiter with `ticket` lasts (see above).
+-- How long the turn of the waiter with `ticket` lasts (see above): as it says, at most MAX_TURN
+-- (acquire.lua says why).
+local MAX_TURN = 2000
 local function turn_length(ticket)
-  return tonumber(string.match(ticket, '@(%d+)$')) or 100
+  return math.min(tonumber(string.match(ticket, '@(%d+)$')) or 100, MAX_TURN)
 end
 
 local function try(...)
@@ -74,12 +82,12 @@ end
 local function announce(key, asked)
   if not asked and nobody_waits(key) then return end
   name = name or string.sub(redis.sha1hex(ARGV[1]), 1, 16)
-  local q = key .. ':queue'
+  local q = aux(key, 'queue')
   -- The line's first (ZRANGE below): none, or an error (a key of another type, an ACL without
   -- ZRANGE), is no line.
   local time = try('TIME')
   if time then
-    local turns = key .. ':turns'
+    local turns = aux(key, 'turns')
     local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
     for _ = 1, 16 do
       local first = try('ZRANGE', q, 0, 0)
@@ -91,15 +99,25 @@ local function announce(key, asked)
       if channel and (not due or due > now) then
         local heard = try('PUBLISH', channel, name .. '|' .. head .. '|' .. key)
         if heard and heard > 0 then
-          try('HSET', turns, head, now + length)
-          -- The turns live as long as the line: a missed turn must be seen as missed.
-          local line = try('PTTL', q)
-          local left = try('PTTL', turns)
-          if line and left and line > 0 and left < math.max(line, length) then
-            try('PEXPIRE', turns, math.max(line, length))
+          -- The turns live as long as the line: a missed turn must be seen as missed. Only a
+          -- turns key that took the turn is kept (another type there is left as it is).
+          if try('HSET', turns, head, now + length) then
+            local line = try('PTTL', q)
+            local left = try('PTTL', turns)
+            if line and left and line > 0 and left < math.max(line, length) then
+              try('PEXPIRE', turns, math.max(line, length))
+            end
           end
-          for _, other in ipairs(try('SMEMBERS', key .. ':others') or {}) do
-            if other ~= channel then try('PUBLISH', other, name .. '||' .. key) end
+          -- The waiters for several keys whose sign-up has not ended, once per client.
+          local others = aux(key, 'others')
+          try('ZREMRANGEBYSCORE', others, '-inf', now)
+          local told = {[channel] = true}
+          for _, other in ipairs(try('ZRANGE', others, 0, -1) or {}) do
+            local to = string.match(other, '^(.*)#')
+            if to and not told[to] then
+              told[to] = true
+              try('PUBLISH', to, name .. '||' .. key)
+            end
           end
           return
         end
@@ -139,8 +157,10 @@ local function mark(key, value)
 end
 
 local ticket = ARGV[3] or ''
-if ticket ~= '' and #KEYS == 1 then
-  local q = KEYS[1] .. ':queue'
+if ticket ~= '' and #KEYS > 1 and ARGV[4] == '' then
+  for _, key in ipairs(KEYS) do try('ZREM', aux(key, 'others'), ticket) end
+elseif ticket ~= '' and #KEYS == 1 then
+  local q = aux(KEYS[1], 'queue')
   if ARGV[4] ~= '' then
     if try('ZADD', q, ARGV[4], ticket) then
       local left = try('PTTL', q)
@@ -149,7 +169,7 @@ if ticket ~= '' and #KEYS == 1 then
   else
     local first = try('ZRANGE', q, 0, 0)
     try('ZREM', q, ticket)
-    try('HDEL', KEYS[1] .. ':turns', ticket)
+    try('HDEL', aux(KEYS[1], 'turns'), ticket)
     if try('EXISTS', q) == 1 then
       -- false: the key is free; nil: it cannot be read (another type), so neither.
       local value = try('GET', KEYS[1])

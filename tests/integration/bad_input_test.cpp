@@ -113,7 +113,9 @@ TEST(BadInput, BinaryResourceNamesAreKeptByteForByte) {
   RedisCluster cluster(3);
   Client client(quiet(test::fast_config(cluster)));
   const std::vector<std::string> names = {
-      std::string("a\0b", 3),
+      std::string("a\x01"
+                  "b",
+                  3),
       "\r\n*1\r\n$8\r\nFLUSHALL\r\n",
       "\xff\xfe\x80",
       "with space",
@@ -129,11 +131,15 @@ TEST(BadInput, BinaryResourceNamesAreKeptByteForByte) {
         [&] { return cluster.count_holding("redlock:" + name, r.lock.token) == 3; }));
     held.push_back(r.lock);
   }
-  // "a\0b" is not "a": a lock of its own.
+  // "a\x01" "b" is not "a": a lock of its own.
   auto a = client.try_acquire("a", 5000ms);
   ASSERT_TRUE(a) << a.message();
   held.push_back(a.lock);
   EXPECT_EQ(cluster[0].command({"DBSIZE"}), std::to_string(names.size() + 1)) << "no other key";
+  // The one byte no name may hold: it separates a lock's key from its auxiliary keys
+  // (docs/architecture.md, "Keys").
+  auto nul = client.try_acquire(std::string("a\0b", 3), 5000ms);
+  EXPECT_EQ(nul.error, Errc::invalid_argument) << nul.message();
   for (const auto& lock : held) {
     auto rel = client.release(lock);
     EXPECT_TRUE(rel) << rel.message();
@@ -147,7 +153,7 @@ TEST(BadInput, AHugeResourceNameWorksEndToEnd) {
   c.request_timeout = 2000ms;
   Client client(c);
   std::string name(1 << 20, 'r');  // 1 MiB
-  name[12345] = '\0';
+  name[12345] = '\x01';
   auto r = client.try_acquire(name, 5000ms);
   ASSERT_TRUE(r) << r.message().substr(0, 300);
   EXPECT_TRUE(test::eventually(

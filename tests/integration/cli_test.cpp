@@ -496,7 +496,9 @@ TEST_F(Cli, RunWaitingForTheLockEndsOnSigtermAndSigint) {
   auto held = cli({"--nodes", nodes, "--ttl", "30000", "acquire", "queue"});
   ASSERT_EQ(held.exit_code, 0) << held.err;
   // A waiter stands in the resource's line on every node while it waits.
-  auto waiters = [&] { return cluster[0].command({"ZCARD", "redlock:queue:queue"}); };
+  auto waiters = [&] {
+    return cluster[0].command({"ZCARD", std::string("redlock:queue\0queue", 19)});
+  };
   TempDir dir;
   for (int sig : {SIGTERM, SIGINT}) {
     SCOPED_TRACE(::strsignal(sig));

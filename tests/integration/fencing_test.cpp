@@ -4,6 +4,7 @@
 
 #include <thread>
 
+#include "core/keys.hpp"
 #include "redis_server.hpp"
 #include "redlock/redlock.hpp"
 #include "test_config.hpp"
@@ -22,7 +23,7 @@ AcquireRequest fenced(std::string resource, Milliseconds ttl = 5000ms, Milliseco
 }
 
 std::uint64_t counter(const test::RedisServer& server, const std::string& key) {
-  auto v = server.command({"GET", key + ":fence"});
+  auto v = server.command({"GET", detail::aux_key(key, detail::kFence)});
   return v == "(nil)" ? 0 : std::stoull(v);
 }
 
@@ -62,7 +63,7 @@ TEST(Fencing, PlainLocksPayNothingAndCarryNoToken) {
   auto r = a.try_acquire("plain", 5000ms);
   ASSERT_TRUE(r) << r.message();
   EXPECT_EQ(r.lock.fencing_token, 0u);
-  EXPECT_EQ(cluster.count_existing("redlock:plain:fence"), 0u);
+  EXPECT_EQ(cluster.count_existing(detail::aux_key("redlock:plain", detail::kFence)), 0u);
 }
 
 // Between two grants a minority restarts empty. The write-back raised every node's counter, so
@@ -150,7 +151,7 @@ TEST(Fencing, HeldLocksAndMutexesCarryTheTokenAndExtendsKeepIt) {
 TEST(Fencing, ACounterOfTheWrongTypeIsAnErrorNeverAGrant) {
   RedisCluster cluster(3);
   for (std::size_t i = 0; i < cluster.size(); ++i)
-    cluster[i].command({"HSET", "redlock:odd:fence", "f", "v"});
+    cluster[i].command({"HSET", detail::aux_key("redlock:odd", detail::kFence), "f", "v"});
   Client a(test::fast_config(cluster));
   auto r = a.acquire(fenced("odd", 5000ms, 0ms));
   EXPECT_FALSE(r);

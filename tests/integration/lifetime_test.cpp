@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 
+#include "core/keys.hpp"
 #include "net/loop.hpp"
 #include "redis_server.hpp"
 #include "redlock/redlock.hpp"
@@ -29,7 +30,8 @@ using test::RedisCluster;
 
 // Waiters in line for a resource on one server (each asked once and now sleeps until its turn).
 long long in_line(test::RedisServer& server, const std::string& resource) {
-  return std::stoll(server.command({"ZCARD", "redlock:" + resource + ":queue"}));
+  return std::stoll(
+      server.command({"ZCARD", detail::aux_key("redlock:" + resource, detail::kQueue)}));
 }
 
 // A client's turn channel is subscribed on one server (its subscriber connection is open).

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/keys.hpp"
 #include "fault_proxy.hpp"
 #include "redis_server.hpp"
 #include "redlock/redlock.hpp"
@@ -34,8 +35,13 @@ Config notices_only(const RedisCluster& cluster) {
   return c;
 }
 
+// A lock's auxiliary key on the nodes (core/keys.hpp).
+std::string aux(const std::string& resource, std::string_view kind) {
+  return detail::aux_key("redlock:" + resource, kind);
+}
+
 std::string queue_length(RedisCluster& cluster, std::size_t node, const std::string& key) {
-  return cluster[node].command({"ZCARD", "redlock:" + key + ":queue"});
+  return cluster[node].command({"ZCARD", aux(key, detail::kQueue)});
 }
 
 // Every node's line for `key`, for messages.
@@ -43,7 +49,7 @@ std::string lines(RedisCluster& cluster, std::size_t nodes, const std::string& k
   std::string text;
   for (std::size_t i = 0; i < nodes; ++i)
     text += "\nnode " + std::to_string(i) + ": " +
-            cluster[i].command({"ZRANGE", "redlock:" + key + ":queue", "0", "-1", "WITHSCORES"});
+            cluster[i].command({"ZRANGE", aux(key, detail::kQueue), "0", "-1", "WITHSCORES"});
   return text;
 }
 
@@ -67,8 +73,8 @@ void expect_nothing_left(RedisCluster& cluster, std::size_t nodes) {
   for (std::size_t i = 0; i < nodes; ++i)
     EXPECT_TRUE(test::eventually([&] { return cluster[i].command({"DBSIZE"}) == "0"; }))
         << "node " << i << " keeps " << cluster[i].command({"KEYS", "*"}) << " turns "
-        << cluster[i].command({"HGETALL", "redlock:k:turns"}) << " pttl "
-        << cluster[i].command({"PTTL", "redlock:k:turns"});
+        << cluster[i].command({"HGETALL", aux("k", detail::kTurns)}) << " pttl "
+        << cluster[i].command({"PTTL", aux("k", detail::kTurns)});
 }
 
 // Five waiters, each a client of its own (like five processes), begin to wait one after the
@@ -253,7 +259,8 @@ TEST(Queue, AWaiterThatLeavesTheLineMarksAHolderNobodyInItHadMet) {
   auto waiting = std::async(std::launch::async, [&] { return b.acquire("k", 10000ms, 5000ms); });
   ASSERT_TRUE(test::eventually([&] { return line_is(cluster, 1, "k", "1"); }));
   ASSERT_TRUE(test::eventually([&] { return turns_heard_everywhere(cluster, 1); }));
-  ASSERT_EQ(cluster[0].command({"ZADD", "redlock:k:queue", "1", "redlock:turn:gone#1"}), "1");
+  ASSERT_EQ(cluster[0].command({"ZADD", aux("k", detail::kQueue), "1", "redlock:turn:gone#1"}),
+            "1");
   // The key is freed without a word and taken by a quick acquire (a SET NX), which reads no line.
   ASSERT_EQ(cluster[0].command({"SET", "redlock:k", taken.token, "PX", "10000"}), "OK");
   // The gone waiter leaves the line, as its client would (Coordinator::leave_line).
@@ -277,7 +284,7 @@ TEST(Queue, AWaiterWhoseClientIsGoneIsPassedOverAtOnce) {
   const std::string kGhost = "redlock:turn:0123456789abcdef#1";
   RedisCluster cluster(kNodes);
   for (std::size_t i = 0; i < kNodes; ++i)
-    cluster[i].command({"ZADD", "redlock:k:queue", "1", kGhost});
+    cluster[i].command({"ZADD", aux("k", detail::kQueue), "1", kGhost});
   auto config = test::fast_config(cluster);
   config.retry_count = 0;
   Client client(config);
@@ -287,7 +294,7 @@ TEST(Queue, AWaiterWhoseClientIsGoneIsPassedOverAtOnce) {
   // Granted at the quorum: the last node's script may still be on its way.
   for (std::size_t i = 0; i < kNodes; ++i)
     EXPECT_TRUE(test::eventually([&] {
-      return cluster[i].command({"ZSCORE", "redlock:k:queue", kGhost}) == "(nil)";
+      return cluster[i].command({"ZSCORE", aux("k", detail::kQueue), kGhost}) == "(nil)";
     })) << "node "
         << i;
   EXPECT_TRUE(client.release(next.lock));
@@ -305,7 +312,7 @@ TEST(Queue, AWaiterThatDoesNotComeHoldsTheLineOnlyForItsTurn) {
   RedisCluster cluster(kNodes);
   std::vector<redisContext*> listeners;  // the stuck client's subscriber connections
   for (std::size_t i = 0; i < kNodes; ++i) {
-    cluster[i].command({"ZADD", "redlock:k:queue", "1", kStuck});
+    cluster[i].command({"ZADD", aux("k", detail::kQueue), "1", kStuck});
     auto* c = redisConnect("127.0.0.1", cluster[i].port());
     ASSERT_TRUE(c != nullptr && c->err == 0);
     listeners.push_back(c);
@@ -329,7 +336,7 @@ TEST(Queue, AWaiterThatDoesNotComeHoldsTheLineOnlyForItsTurn) {
   EXPECT_TRUE(test::eventually([&] {
     std::size_t gone = 0;
     for (std::size_t i = 0; i < kNodes; ++i)
-      gone += cluster[i].command({"ZSCORE", "redlock:k:queue", kStuck}) == "(nil)" ? 1 : 0;
+      gone += cluster[i].command({"ZSCORE", aux("k", detail::kQueue), kStuck}) == "(nil)" ? 1 : 0;
     return gone >= 2;
   })) << lines(cluster, kNodes, "k");
   for (auto* c : listeners) redisFree(c);
@@ -349,15 +356,15 @@ TEST(Queue, ATurnLastsAsLongAsItsWaitersTicketSays) {
   Client holder(test::fast_config(cluster));  // its own turns would last 200 ms
   // How long the turn of `ticket` has left once a marked holder released the key.
   auto turn_left_ms = [&](const std::string& ticket) -> long long {
-    cluster[0].command({"DEL", "redlock:k:queue", "redlock:k:turns"});
-    cluster[0].command({"ZADD", "redlock:k:queue", "1", ticket});
+    cluster[0].command({"DEL", aux("k", detail::kQueue), aux("k", detail::kTurns)});
+    cluster[0].command({"ZADD", aux("k", detail::kQueue), "1", ticket});
     auto held = holder.try_acquire("k", 30000ms);
     if (!held) return -1;
     std::string marked = held.lock.token;
     marked.back() = '!';  // somebody waits: the release tells the line
     cluster[0].command({"SET", "redlock:k", marked, "XX", "KEEPTTL"});
     if (!holder.release(held.lock)) return -1;
-    auto due = cluster[0].command({"HGET", "redlock:k:turns", ticket});
+    auto due = cluster[0].command({"HGET", aux("k", detail::kTurns), ticket});
     auto now = cluster[0].command({"EVAL",
                                    "local t = redis.call('TIME') "
                                    "return t[1] * 1000 + math.floor(t[2] / 1000)",
@@ -377,10 +384,10 @@ TEST(Queue, ATurnLastsAsLongAsItsWaitersTicketSays) {
   Client waiter(config);
   auto held = holder.try_acquire("k", 30000ms);
   ASSERT_TRUE(held) << held.message();
-  cluster[0].command({"DEL", "redlock:k:queue", "redlock:k:turns"});
+  cluster[0].command({"DEL", aux("k", detail::kQueue), aux("k", detail::kTurns)});
   auto wait = std::async(std::launch::async, [&] { return waiter.acquire("k", 30000ms, 5000ms); });
   ASSERT_TRUE(test::eventually([&] { return queue_length(cluster, 0, "k") == "1"; }));
-  auto line = cluster[0].command({"ZRANGE", "redlock:k:queue", "0", "-1"});
+  auto line = cluster[0].command({"ZRANGE", aux("k", detail::kQueue), "0", "-1"});
   EXPECT_NE(line.find("@700"), std::string::npos) << line;
   ASSERT_TRUE(holder.release(held.lock));
   auto r = wait.get();
@@ -410,7 +417,7 @@ TEST(Queue, ATurnOfAWaiterThatEndedIsHandedOnByItsClient) {
       channel = cluster[i].command({"PUBSUB", "CHANNELS", "redlock:turn:*"});
       return !channel.empty();
     }));
-    cluster[i].command({"ZADD", "redlock:k:queue", "0", channel + "#999999"});
+    cluster[i].command({"ZADD", aux("k", detail::kQueue), "0", channel + "#999999"});
   }
   ASSERT_TRUE(holder.release(held.lock));
   auto r = wait.get();
@@ -421,17 +428,20 @@ TEST(Queue, ATurnOfAWaiterThatEndedIsHandedOnByItsClient) {
   expect_nothing_left(cluster, kNodes);
 }
 
-// The line's keys sit next to the lock keys ({prefix}{resource}:queue): a resource may be named
-// so that its lock key is another resource's line. The line gives way; the locks work: a lock
-// of several resources is released in full, and the other resource can be acquired.
+// The line's keys are the lock's key, a NUL byte and a kind (core/keys.hpp): no resource name
+// reaches them, so a resource named `foo:queue` is a lock like any other. A key of another type
+// where foo's line is (put there by something else) makes the line give way; the locks work: a
+// lock of several resources is released in full, and foo can be acquired by a waiter.
 TEST(Queue, ALockKeyWhereALineWouldBeStopsNoReleaseAndNoAcquire) {
   constexpr std::size_t kNodes = 3;
   RedisCluster cluster(kNodes);
   Client client(test::fast_config(cluster));
   auto both = client.acquire(AcquireRequest({"foo", "bar"}, 30000ms));
   ASSERT_TRUE(both) << both.message();
-  auto line = client.try_acquire("foo:queue", 30000ms);  // a string where foo's line would be
-  ASSERT_TRUE(line) << line.message();
+  auto named = client.try_acquire("foo:queue", 30000ms);  // once where foo's line was
+  ASSERT_TRUE(named) << named.message();
+  for (std::size_t i = 0; i < kNodes; ++i)
+    cluster[i].command({"SET", aux("foo", detail::kQueue), "not a line"});
   auto released = client.release(both.lock);
   EXPECT_TRUE(released) << released.message();
   EXPECT_EQ(cluster.count_existing("redlock:foo"), 0u);
@@ -441,7 +451,9 @@ TEST(Queue, ALockKeyWhereALineWouldBeStopsNoReleaseAndNoAcquire) {
   if (foo) {
     EXPECT_TRUE(client.release(foo.lock));
   }
-  EXPECT_TRUE(client.release(line.lock));
+  EXPECT_TRUE(client.release(named.lock));
+  for (std::size_t i = 0; i < kNodes; ++i)
+    EXPECT_EQ(cluster[i].command({"GET", aux("foo", detail::kQueue)}), "not a line");
 }
 
 // A waiter that stops waiting (cancelled here) takes itself out of the line on every node.

@@ -19,6 +19,7 @@
 #include <set>
 #include <thread>
 
+#include "core/keys.hpp"
 #include "fake_server.hpp"
 #include "intervals.hpp"
 #include "redis_server.hpp"
@@ -470,9 +471,9 @@ TEST(Safety, TheFenceWriteBackTakesAMarkedTokenOnlyAsItsHoldersOwn) {
   };
   EXPECT_EQ(fence("fedcba9876543210fedcba9876543210.", "7"), "0");
   EXPECT_EQ(fence("fedcba9876543210fedcba9876543210!", "7"), "0");
-  EXPECT_EQ(cluster[0].command({"EXISTS", "redlock:f:fence"}), "0");
+  EXPECT_EQ(cluster[0].command({"EXISTS", detail::aux_key("redlock:f", detail::kFence)}), "0");
   EXPECT_EQ(fence(token, "7"), "1");
-  EXPECT_EQ(cluster[0].command({"GET", "redlock:f:fence"}), "7");
+  EXPECT_EQ(cluster[0].command({"GET", detail::aux_key("redlock:f", detail::kFence)}), "7");
 }
 
 // A failed attempt's clean-up is no release: it tells nobody, even on a node where somebody
@@ -484,7 +485,10 @@ TEST(Notices, ACleanUpTellsNobodyEvenWhereSomebodyWaits) {
   RedisCluster cluster(3);
   cluster[0].command({"SET", "redlock:x", "crashed-contender-1", "PX", "30000"});
   cluster[1].command({"SET", "redlock:x", "crashed-contender-2", "PX", "30000"});
-  ASSERT_EQ(cluster[2].command({"SADD", "redlock:x:others", "a-client"}), "1");
+  // A sign-up that has not ended (scored by its end, in ms on the node's clock).
+  ASSERT_EQ(cluster[2].command({"ZADD", detail::aux_key("redlock:x", detail::kOthers),
+                                "99999999999999", "a-client#1"}),
+            "1");
   auto config = test::fast_config(cluster);
   config.retry_delay = 50ms;
   config.retry_jitter = 20ms;

@@ -107,6 +107,7 @@ TEST(Config, DefaultsAreValid) {
   auto c = valid_config();
   EXPECT_EQ(c.drift_factor, 0.01);
   EXPECT_EQ(c.key_prefix, "redlock:");
+  EXPECT_EQ(c.min_validity_ratio, 0.1);
 }
 
 TEST(Config, RefusesOptionsThatCannotWork) {
@@ -134,6 +135,19 @@ TEST(Config, RefusesOptionsThatCannotWork) {
   c = valid_config();
   c.nodes.clear();
   expect_invalid(c, "empty");
+  c = valid_config();
+  c.min_validity_ratio = 1.0;
+  expect_invalid(c, "min validity ratio");
+  c = valid_config();
+  c.min_validity_ratio = -0.1;
+  expect_invalid(c, "min validity ratio");
+  c = valid_config();
+  c.drift_factor = 0.5;
+  c.min_validity_ratio = 0.5;  // nothing would ever be left
+  expect_invalid(c, "min validity ratio");
+  c = valid_config();
+  c.key_prefix = std::string("app", 4);  // "app" and the reserved byte
+  expect_invalid(c, "NUL");
 }
 
 TEST(NodeList, RedissTurnsTlsOnForThatNodeOnly) {

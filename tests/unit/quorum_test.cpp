@@ -117,11 +117,46 @@ TEST(Validity, GrantedDeadlineIsTheValidityDeadlineOnlyWhileItIsOpen) {
   EXPECT_EQ(granted_deadline(sent, sent + 900ms, 1'000ms, 0.01), deadline);
 }
 
+// A grant is kept only with more than least_validity(ttl, ratio) of its validity left: ttl *
+// ratio, never less than 1 ms (Config::min_validity_ratio).
+TEST(Validity, AGrantNeedsTheLeastValidityLeft) {
+  EXPECT_EQ(least_validity(1'000ms, 0.1), 100ms);
+  EXPECT_EQ(least_validity(1'000ms, 0.0), 1ms);  // the floor: a grant with nothing left
+  EXPECT_EQ(least_validity(5ms, 0.1), 1ms);
+  EXPECT_EQ(least_validity(2'000ms, 0.75), 1'500ms);
+  Clock::time_point sent{};
+  auto deadline = validity_deadline(sent, 1'000ms, 0.01);  // 988 ms after sent
+  auto least = least_validity(1'000ms, 0.1);
+  EXPECT_EQ(granted_deadline(sent, sent + 100ms, 1'000ms, 0.01, least), deadline);
+  EXPECT_EQ(granted_deadline(sent, deadline - least - 1ns, 1'000ms, 0.01, least), deadline);
+  EXPECT_FALSE(granted_deadline(sent, deadline - least, 1'000ms, 0.01, least));
+  EXPECT_FALSE(granted_deadline(sent, deadline - 1ms, 1'000ms, 0.01, least));
+  // Without a minimum the rule is the plain validity check.
+  EXPECT_EQ(granted_deadline(sent, deadline - 1ms, 1'000ms, 0.01), deadline);
+  EXPECT_TRUE(enough_left(deadline - least - 1ns, deadline, least));
+  EXPECT_FALSE(enough_left(deadline - least, deadline, least));
+  EXPECT_FALSE(enough_left(deadline, deadline, 0ms));
+}
+
 TEST(Validity, ExtendNeverShortensAndFailureKeepsThePreviousDeadline) {
   Clock::time_point prev = Clock::time_point{} + 5s;
   EXPECT_EQ(extended_deadline(prev, std::nullopt), prev);
   EXPECT_EQ(extended_deadline(prev, prev + 1s), prev + 1s);
   EXPECT_EQ(extended_deadline(prev, prev - 1s), prev);
+}
+
+NodeVote no_by(std::string holder);
+
+// A refusal because it is another waiter's turn on the free key says so, not "held".
+TEST(Outcome, ARefusalForATurnIsNamedAsATurn) {
+  AcquireResult r;
+  r.error = make_error_code(Errc::not_acquired);
+  r.votes.quorum = 2;
+  r.votes.nodes = {no_by("turn:0123456789a"), no_by("turn:0123456789a"), NodeVote{}};
+  EXPECT_EQ(r.message().rfind("lock is free but it is another waiter's turn", 0), 0u)
+      << r.message();
+  r.votes.nodes[1] = no_by("0123456789abcdef");  // a real holder on one node
+  EXPECT_EQ(r.message().rfind("lock is held by another owner", 0), 0u) << r.message();
 }
 
 NodeVote no_by(std::string holder) {

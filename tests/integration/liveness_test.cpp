@@ -1,0 +1,368 @@
+// Liveness (docs/guide-waiting.md, docs/safety.md): a free lock is never kept from a live waiter
+// longer than a bound the nodes enforce, a waiter's traces leave with it, one resource's line
+// never touches another resource's lock, and a grant too late to be of use is no grant. Each
+// test sets up, on real servers, the state a reviewer found a hole with.
+#include <gtest/gtest.h>
+#include <hiredis/hiredis.h>
+
+#include <chrono>
+#include <future>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/keys.hpp"
+#include "fault_proxy.hpp"
+#include "redis_server.hpp"
+#include "redlock/redlock.hpp"
+#include "test_config.hpp"
+
+namespace redlock {
+namespace {
+
+using namespace std::chrono_literals;
+using test::RedisCluster;
+using test::RedisServer;
+
+// The longest turn the nodes give (lib/scripts/acquire.lua, release.lua: kMaxTurn).
+constexpr long long kMaxTurnMs = 2000;
+// How long the nodes keep a sign-up of a waiter for several keys past its last attempt.
+constexpr long long kSignUpMs = 10000;
+
+std::string aux(const std::string& resource, std::string_view kind) {
+  return detail::aux_key("redlock:" + resource, kind);
+}
+
+long long node_now_ms(RedisServer& server) {
+  return std::stoll(server.command(
+      {"EVAL", "local t = redis.call('TIME') return t[1] * 1000 + math.floor(t[2] / 1000)", "0"}));
+}
+
+// A client's subscriber connection to one node: listens on `channel` until closed.
+struct Listener {
+  redisContext* c = nullptr;
+  Listener(RedisServer& server, const std::string& channel) {
+    c = redisConnect("127.0.0.1", server.port());
+    if (c == nullptr || c->err) return;
+    auto* reply = static_cast<redisReply*>(redisCommand(c, "SUBSCRIBE %s", channel.c_str()));
+    if (reply != nullptr) freeReplyObject(reply);
+  }
+  ~Listener() { close(); }
+  void close() {
+    if (c != nullptr) redisFree(c);
+    c = nullptr;
+  }
+  Listener(const Listener&) = delete;
+  Listener& operator=(const Listener&) = delete;
+};
+
+bool nobody_listens(RedisCluster& cluster, std::size_t nodes, const std::string& channel) {
+  for (std::size_t i = 0; i < nodes; ++i)
+    if (cluster[i].command({"PUBSUB", "NUMSUB", channel}) != channel + "\n0") return false;
+  return true;
+}
+
+// 1a. A turn that began while its waiter's client listened, whose client then left (it asked
+// for a day), passes as soon as an acquire finds nobody listening: the free key is not kept.
+TEST(Liveness, ATurnWhoseListenerLeftPassesAtOnce) {
+  constexpr std::size_t kNodes = 3;
+  const std::string kChannel = "redlock:turn:00000000000000aa";
+  const std::string kTicket = kChannel + "#1@86400000";
+  RedisCluster cluster(kNodes);
+  std::vector<std::unique_ptr<Listener>> listeners;
+  for (std::size_t i = 0; i < kNodes; ++i) {
+    cluster[i].command({"ZADD", aux("k", detail::kQueue), "1", kTicket});
+    listeners.push_back(std::make_unique<Listener>(cluster[i], kChannel));
+  }
+  auto config = test::fast_config(cluster);
+  config.retry_count = 0;
+  Client client(config);
+  AcquireRequest fenced{{"k"}, 30000ms, 0ms};  // the script: it keeps to the line
+  fenced.fencing = true;
+  auto first = client.acquire(fenced);
+  ASSERT_FALSE(first) << "the turn did not begin: no test";
+  EXPECT_NE(first.message().find("another waiter's turn"), std::string::npos)
+      << "a turn is named as a held lock: " << first.message();
+  for (auto& l : listeners) l->close();
+  ASSERT_TRUE(test::eventually([&] { return nobody_listens(cluster, kNodes, kChannel); }));
+  auto second = client.acquire(fenced);
+  ASSERT_TRUE(second) << "a turn nobody listens for kept the free key: " << second.message();
+  EXPECT_TRUE(client.release(second.lock));
+}
+
+// 1b. A waiter whose client listens but never comes (stopped) asked for a turn of a day: the
+// nodes give it at most kMaxTurnMs, and the next waiter takes the free key after it.
+TEST(Liveness, TheNodesCapATurnWhateverItsTicketAsks) {
+  constexpr std::size_t kNodes = 3;
+  const std::string kChannel = "redlock:turn:00000000000000bb";
+  const std::string kTicket = kChannel + "#1@86400000";
+  RedisCluster cluster(kNodes);
+  std::vector<std::unique_ptr<Listener>> listeners;
+  for (std::size_t i = 0; i < kNodes; ++i) {
+    cluster[i].command({"ZADD", aux("k", detail::kQueue), "1", kTicket});
+    cluster[i].command({"PEXPIRE", aux("k", detail::kQueue), "3600000"});
+    listeners.push_back(std::make_unique<Listener>(cluster[i], kChannel));
+  }
+  auto config = test::fast_config(cluster);
+  config.retry_count = 0;
+  Client client(config);
+  AcquireRequest fenced{{"k"}, 30000ms, 0ms};
+  fenced.fencing = true;
+  ASSERT_FALSE(client.acquire(fenced)) << "the turn did not begin: no test";
+  for (std::size_t i = 0; i < kNodes; ++i) {
+    // The verdict came at the quorum: the last node's script may still be on its way.
+    std::string due;
+    ASSERT_TRUE(test::eventually([&] {
+      due = cluster[i].command({"HGET", aux("k", detail::kTurns), kTicket});
+      return due != "(nil)";
+    })) << "node "
+        << i << ": no turn began";
+    EXPECT_LE(std::stoll(due) - node_now_ms(cluster[i]), kMaxTurnMs) << "node " << i;
+    auto pttl = std::stoll(cluster[i].command({"PTTL", aux("k", detail::kTurns)}));
+    EXPECT_LE(pttl, 3600000) << "node " << i << ": the turns outlive the line";
+  }
+  auto waited = client.acquire("k", 30000ms, 5000ms);
+  ASSERT_TRUE(waited) << "a stopped waiter kept the free key: " << waited.message();
+  EXPECT_TRUE(client.release(waited.lock));
+}
+
+// 2. A resource whose name is where another resource's turns used to live (`coll:turns`) is a
+// lock like any other: a release of `coll` that hands a turn to a waiter leaves its ttl alone.
+// So is a key of another type where coll's turns live now (something else wrote it): the turn
+// cannot be written there, and the release leaves its ttl alone too.
+TEST(Liveness, ReleasingOneResourceLeavesAnothersLockAlone) {
+  constexpr std::size_t kNodes = 3;
+  RedisCluster cluster(kNodes);
+  Client other(test::fast_config(cluster));
+  ASSERT_TRUE(test::eventually([&] { return test::connected_to_all(other); }, 5s));
+  auto a = other.try_acquire("coll:turns", 3000ms);
+  ASSERT_TRUE(a) << a.message();
+  for (std::size_t i = 0; i < kNodes; ++i)
+    cluster[i].command({"SET", aux("coll", detail::kTurns), "not a hash", "PX", "3000"});
+  Client holder(test::fast_config(cluster));
+  ASSERT_TRUE(test::eventually([&] { return test::connected_to_all(holder); }, 5s));
+  auto b = holder.try_acquire("coll", 30000ms);
+  ASSERT_TRUE(b) << b.message();
+  auto config = test::fast_config(cluster);
+  config.retry_delay = 20000ms;  // only notices wake it
+  Client waiter(config);
+  auto wait = std::async(std::launch::async, [&] { return waiter.acquire("coll", 30000ms, 10s); });
+  ASSERT_TRUE(test::eventually(
+      [&] {
+        for (std::size_t i = 0; i < kNodes; ++i)
+          if (cluster[i].command({"ZCARD", aux("coll", detail::kQueue)}) != "1") return false;
+        for (std::size_t i = 0; i < kNodes; ++i)
+          if (cluster[i].command({"PUBSUB", "CHANNELS", "redlock:turn:*"}).empty()) return false;
+        return true;
+      },
+      5s))
+      << "the waiter is not in line";
+  ASSERT_TRUE(holder.release(b.lock));
+  auto got = wait.get();
+  ASSERT_TRUE(got) << got.message();
+  for (std::size_t i = 0; i < kNodes; ++i)
+    EXPECT_LE(std::stoll(cluster[i].command({"PTTL", "redlock:coll:turns"})), 3000)
+        << "node " << i << ": releasing coll prolonged the lock of coll:turns";
+  for (std::size_t i = 0; i < kNodes; ++i)
+    EXPECT_LE(std::stoll(cluster[i].command({"PTTL", aux("coll", detail::kTurns)})), 3000)
+        << "node " << i << ": releasing coll prolonged a key of another type at its turns";
+  EXPECT_TRUE(waiter.release(got.lock));
+  EXPECT_TRUE(other.release(a.lock));
+}
+
+// 2'. The reserved byte cannot enter: a resource name or a key prefix with it is refused.
+TEST(Liveness, ANameWithTheReservedByteIsRefused) {
+  RedisCluster cluster(1);
+  Client client(test::fast_config(cluster));
+  const std::string bad = std::string("x") + detail::kReservedByte + "queue";
+  auto r = client.try_acquire(bad, 1000ms);
+  EXPECT_EQ(r.error, Errc::invalid_argument) << r.message();
+  auto held = client.acquire(AcquireRequest({"ok", bad}, 1000ms));
+  EXPECT_EQ(held.error, Errc::invalid_argument) << held.message();
+  EXPECT_EQ(cluster[0].command({"DBSIZE"}), "0");
+  auto config = test::fast_config(cluster);
+  config.key_prefix = std::string("p") + detail::kReservedByte;
+  std::string message;
+  EXPECT_EQ(validate(config, message), Errc::invalid_config);
+}
+
+// 2''. The fence counter moved: a legacy counter `<key>:fence` is carried over, so fencing tokens
+// never go backwards across the upgrade; a legacy key that is no counter is left alone.
+TEST(Liveness, TheLegacyFenceCounterIsCarriedOver) {
+  constexpr std::size_t kNodes = 3;
+  RedisCluster cluster(kNodes);
+  for (std::size_t i = 0; i < kNodes; ++i) {
+    cluster[i].command({"SET", "redlock:f:fence", "41"});
+    cluster[i].command({"SET", "redlock:g:fence", "a-token."});  // a lock of `g:fence`
+  }
+  Client client(test::fast_config(cluster));
+  AcquireRequest f{{"f"}, 30000ms};
+  f.fencing = true;
+  auto r = client.acquire(f);
+  ASSERT_TRUE(r) << r.message();
+  EXPECT_EQ(r.lock.fencing_token, 42u);
+  EXPECT_TRUE(client.release(r.lock));
+  AcquireRequest g{{"g"}, 30000ms};
+  g.fencing = true;
+  auto s = client.acquire(g);
+  ASSERT_TRUE(s) << s.message();
+  EXPECT_EQ(s.lock.fencing_token, 1u);
+  EXPECT_TRUE(client.release(s.lock));
+  for (std::size_t i = 0; i < kNodes; ++i)
+    EXPECT_EQ(cluster[i].command({"GET", "redlock:g:fence"}), "a-token.");
+}
+
+// 3. A waiter for several keys signs up for their releases; when it stops waiting (its deadline
+// passed) its sign-ups leave with it: nothing is left, and the next holder is not marked.
+TEST(Liveness, ASignUpLeavesWithItsWaiter) {
+  constexpr std::size_t kNodes = 3;
+  RedisCluster cluster(kNodes);
+  Client holder(test::fast_config(cluster));
+  ASSERT_TRUE(test::eventually([&] { return test::connected_to_all(holder); }, 5s));
+  auto held = holder.try_acquire("a", 30000ms);
+  ASSERT_TRUE(held) << held.message();
+  auto config = test::fast_config(cluster);
+  Client waiter(config);
+  auto wait = std::async(std::launch::async, [&] {
+    return waiter.acquire(AcquireRequest({"a", "b"}, 30000ms, 1500ms));
+  });
+  ASSERT_TRUE(test::eventually([&] {
+    for (std::size_t i = 0; i < kNodes; ++i)
+      if (cluster[i].command({"EXISTS", aux("a", detail::kOthers)}) != "1") return false;
+    return true;
+  })) << "the waiter did not sign up: no test";
+  // A crashed waiter's sign-up is bounded: it lasts kSignUpMs past its last attempt.
+  for (std::size_t i = 0; i < kNodes; ++i) {
+    auto pttl = std::stoll(cluster[i].command({"PTTL", aux("a", detail::kOthers)}));
+    EXPECT_GT(pttl, 0) << "node " << i;
+    EXPECT_LE(pttl, kSignUpMs) << "node " << i;
+  }
+  auto r = wait.get();
+  ASSERT_EQ(r.error, Errc::not_acquired) << r.message();
+  for (std::size_t i = 0; i < kNodes; ++i)
+    EXPECT_TRUE(test::eventually([&] {
+      return cluster[i].command({"EXISTS", aux("a", detail::kOthers)}) == "0" &&
+             cluster[i].command({"EXISTS", aux("b", detail::kOthers)}) == "0";
+    })) << "node "
+        << i << ": the sign-up outlived its waiter";
+  ASSERT_TRUE(holder.release(held.lock));
+  AcquireRequest next{{"a"}, 30000ms};
+  next.fencing = true;  // the script, which marks a grant where somebody waits
+  auto again = holder.acquire(next);
+  ASSERT_TRUE(again) << again.message();
+  for (std::size_t i = 0; i < kNodes; ++i)
+    EXPECT_TRUE(test::eventually([&] {
+      return cluster[i].command({"GET", "redlock:a"}) == again.lock.token;
+    })) << "node "
+        << i << ": the grant was marked for a waiter that is gone";
+  EXPECT_TRUE(holder.release(again.lock));
+}
+
+// 3'. A waiter for several keys that is granted takes its sign-ups with it on every node.
+TEST(Liveness, AGrantedWaiterLeavesNoSignUp) {
+  constexpr std::size_t kNodes = 3;
+  RedisCluster cluster(kNodes);
+  Client holder(test::fast_config(cluster));
+  ASSERT_TRUE(test::eventually([&] { return test::connected_to_all(holder); }, 5s));
+  auto held = holder.try_acquire("a", 30000ms);
+  ASSERT_TRUE(held) << held.message();
+  Client waiter(test::fast_config(cluster));
+  auto wait = std::async(std::launch::async, [&] {
+    return waiter.acquire(AcquireRequest({"a", "b"}, 30000ms, 10s));
+  });
+  ASSERT_TRUE(test::eventually([&] {
+    for (std::size_t i = 0; i < kNodes; ++i)
+      if (cluster[i].command({"EXISTS", aux("a", detail::kOthers)}) != "1") return false;
+    return true;
+  })) << "the waiter did not sign up: no test";
+  ASSERT_TRUE(holder.release(held.lock));
+  auto r = wait.get();
+  ASSERT_TRUE(r) << r.message();
+  for (std::size_t i = 0; i < kNodes; ++i)
+    EXPECT_TRUE(test::eventually([&] {
+      return cluster[i].command({"EXISTS", aux("a", detail::kOthers)}) == "0" &&
+             cluster[i].command({"EXISTS", aux("b", detail::kOthers)}) == "0";
+    })) << "node "
+        << i << ": the sign-up outlived its grant";
+  EXPECT_TRUE(waiter.release(r.lock));
+}
+
+// 5. A majority of nodes answers slowly (300 ms each way): the grant arrives with less validity
+// left than the client asks for (min_validity_ratio), and counts as a failed attempt, cleaned up
+// on every node. The same client is granted at once when nothing is slow, and a fenced grant
+// whose write-back takes the validity below the minimum is refused too.
+struct SlowMajority {
+  static constexpr std::size_t kNodes = 3;
+  RedisCluster cluster{kNodes};
+  std::vector<std::unique_ptr<chaos::FaultProxy>> proxies;
+  std::string node_list() {
+    std::string list;
+    for (std::size_t i = 0; i < kNodes; ++i) {
+      proxies.push_back(std::make_unique<chaos::FaultProxy>(cluster[i].port()));
+      list += (i ? ",redis://127.0.0.1:" : "redis://127.0.0.1:") +
+              std::to_string(proxies.back()->port());
+    }
+    return list;
+  }
+  void slow(bool on) {
+    for (std::size_t i = 1; i < kNodes; ++i)
+      proxies[i]->set_mode(on ? chaos::ProxyMode::delay : chaos::ProxyMode::pass, 300ms);
+  }
+};
+
+TEST(Liveness, AGrantWithTooLittleValidityLeftIsRefused) {
+  SlowMajority s;
+  auto config = test::fast_config(s.node_list());
+  config.request_timeout = 1500ms;
+  config.retry_count = 0;
+  config.min_validity_ratio = 0.75;  // of a 2 s ttl: 1.5 s; a slow grant has about 1.37 s
+  Client client(config);
+  ASSERT_TRUE(test::eventually([&] { return test::connected_to_all(client); }, 5s));
+  auto fast = client.try_acquire("k", 2000ms);
+  ASSERT_TRUE(fast) << "a prompt grant was refused: " << fast.message();
+  ASSERT_TRUE(client.release(fast.lock));
+  s.slow(true);
+  auto late = client.try_acquire("k", 2000ms);
+  EXPECT_FALSE(late) << "a grant with " << late.lock.validity_left().count() << " ms left was kept";
+  EXPECT_EQ(late.error, Errc::validity_expired) << late.message();
+  s.slow(false);
+  for (std::size_t i = 0; i < SlowMajority::kNodes; ++i)
+    EXPECT_TRUE(test::eventually(
+        [&] {
+          return s.cluster[i].command({"EXISTS", "redlock:k"}) == "0";
+        },
+        5s))
+        << "node " << i << ": the refused grant was not cleaned up";
+}
+
+TEST(Liveness, AFencedGrantWhoseWriteBackLeavesTooLittleIsRefused) {
+  SlowMajority s;
+  auto config = test::fast_config(s.node_list());
+  config.request_timeout = 1500ms;
+  config.retry_count = 0;
+  config.min_validity_ratio =
+      0.5;  // 1 s of 2 s: the acquire round leaves ~1.37 s, the write-back ~0.77 s
+  Client client(config);
+  ASSERT_TRUE(test::eventually([&] { return test::connected_to_all(client); }, 5s));
+  s.slow(true);
+  auto plain = client.try_acquire("k", 2000ms);
+  ASSERT_TRUE(plain) << "the acquire round alone leaves enough: " << plain.message();
+  ASSERT_TRUE(client.release(plain.lock));
+  AcquireRequest fenced{{"k"}, 2000ms};
+  fenced.fencing = true;
+  auto late = client.acquire(fenced);
+  EXPECT_FALSE(late) << "a fenced grant with " << late.lock.validity_left().count()
+                     << " ms left was kept";
+  EXPECT_EQ(late.error, Errc::validity_expired) << late.message();
+  s.slow(false);
+  for (std::size_t i = 0; i < SlowMajority::kNodes; ++i)
+    EXPECT_TRUE(test::eventually(
+        [&] {
+          return s.cluster[i].command({"EXISTS", "redlock:k"}) == "0";
+        },
+        5s))
+        << "node " << i << ": the refused grant was not cleaned up";
+}
+
+}  // namespace
+}  // namespace redlock
