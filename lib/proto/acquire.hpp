@@ -16,6 +16,7 @@
 #include "context.hpp"
 #include "fanout.hpp"
 #include "redlock/client.hpp"
+#include "rules.hpp"
 #include "scripts.hpp"
 
 namespace redlock::detail::proto {
@@ -64,14 +65,18 @@ class AcquireMachine final : public Waiter {
 
  private:
   enum class Round { acquire, fence };
+  // What to do once every node of a round answered.
+  enum class Settle {
+    none,
+    judge,             // a refusal that may be a split vote: judge it on the whole picture
+    leave_if_refused,  // a waiter granted: leave the line where a late vote refused it
+  };
   struct Live {
-    Round round;
+    Round round = Round::acquire;
     std::shared_ptr<FanOutTally> tally;
-    std::shared_ptr<const Request> request;  // as sent (the quick acquire's fallback: the script)
-    std::shared_ptr<const Request> fallback;
-    std::vector<bool> fell_back;  // per node
-    bool after_finish = false;    // a winner in line watching its last votes
-    AcquireResult granted;        // the fence round: the grant it writes back
+    std::shared_ptr<const Request> fallback;  // the quick acquire's: the script
+    Settle settle = Settle::none;
+    AcquireResult granted;  // the fence round: the grant it writes back
   };
 
   void attempt(const std::string* notice, Clock::time_point now, Actions& out);

@@ -110,6 +110,7 @@ struct Renewed {
 struct Lost {
   std::uint64_t lease = 0;
   Errc why = Errc::lock_lost;
+  bool notify = true;  // false: mark it lost and call nobody (a lease added after shutdown)
 };
 
 using Action = std::variant<Send, ArmTimer, CancelTimer, Subscribe, Unsubscribe, DeliverAcquire,

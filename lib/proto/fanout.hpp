@@ -41,8 +41,6 @@ class FanOutTally {
   // Votes of item `item` as the public API reports them (addresses filled in by the driver).
   Votes public_votes(std::size_t item = 0,
                      std::shared_ptr<const std::vector<std::string>> addresses = nullptr) const;
-  // Lets a node be asked again (the quick acquire's fallback): it counts as outstanding.
-  void reopen(std::size_t node);
 
  private:
   void count(std::size_t item, std::size_t node, NodeVote vote);

@@ -17,6 +17,7 @@
 
 #include "context.hpp"
 #include "fanout.hpp"
+#include "rules.hpp"
 
 namespace redlock::detail::proto {
 
