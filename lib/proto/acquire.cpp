@@ -62,7 +62,7 @@ void AcquireMachine::cancel(Errc why, Clock::time_point now, Actions& out) {
     stop_reason_ = why;  // the attempt's completion finishes the job
     // Between two fill-in rounds no request is on its way to end the attempt: clean up now.
     if (fill_pending_) {
-      out.push_back(CancelTimer{timer_});
+      out.push_back(CancelTimer{timer_, id_});
       timed_ = Timed::none;
       fill_in(now, out);
     }
@@ -83,7 +83,7 @@ bool AcquireMachine::wake(const std::string* channel, Clock::time_point now, Act
     return true;
   }
   if (timed_ != Timed::none) {
-    out.push_back(CancelTimer{timer_});
+    out.push_back(CancelTimer{timer_, id_});
     timed_ = Timed::none;
   }
   attempt(channel, now, out);
@@ -101,7 +101,7 @@ void AcquireMachine::on_timer(TimerId timer, Clock::time_point now, Actions& out
 }
 
 void AcquireMachine::arm(Clock::time_point at, Actions& out) {
-  out.push_back(ArmTimer{timer_, at});
+  out.push_back(ArmTimer{timer_, id_, at});
 }
 
 const std::string& AcquireMachine::digest() {
@@ -150,6 +150,7 @@ void AcquireMachine::send_acquire(const std::vector<NodeVote>* known, Clock::tim
   current_ = id;
   Send send;
   send.id = id;
+  send.job = id_;
   send.request = std::make_shared<const Request>(std::move(command));
   send.nodes = live.tally->asked();
   auto tally = live.tally;
@@ -181,6 +182,7 @@ void AcquireMachine::on_reply(RequestId request, std::size_t node, std::vector<N
     if (!live.tally->decided()) {
       Send send;
       send.id = ctx_.next_request();
+      send.job = id_;
       send.request = live.fallback;
       send.nodes = {node};
       via_.emplace(send.id, id);
@@ -276,6 +278,7 @@ void AcquireMachine::write_back(AcquireResult granted, Clock::time_point now, Ac
   live.tally = std::make_shared<FanOutTally>(ctx_.nodes(), 1, now);
   Send send;
   send.id = ctx_.next_request();
+  send.job = id_;
   send.request =
       std::make_shared<const Request>(fence_request(keys_, token_, granted.lock.fencing_token));
   send.nodes = live.tally->asked();
@@ -358,6 +361,7 @@ void AcquireMachine::clean_up(const std::vector<std::string>& keys, const std::s
                               const Line* line, const std::vector<bool>* spare, Actions& out) {
   Send send;
   send.id = ctx_.next_request();
+  send.job = id_;
   send.request =
       std::make_shared<const Request>(release_request(keys, token, /*announce=*/false, line));
   for (std::size_t i = 0; i < ctx_.nodes(); ++i)
@@ -369,6 +373,7 @@ void AcquireMachine::clean_up(const std::vector<std::string>& keys, const std::s
 void AcquireMachine::leave_line(Actions& out) {
   Send send;
   send.id = ctx_.next_request();
+  send.job = id_;
   send.request = std::make_shared<const Request>(leave_line_request(keys_[0], ticket_));
   for (std::size_t i = 0; i < ctx_.nodes(); ++i) send.nodes.push_back(i);
   send.reply_wanted = false;
@@ -480,7 +485,7 @@ void AcquireMachine::finish(AcquireResult r, Clock::time_point now, Actions& out
   listening_ = false;
   ctx_.remove_job(id_);
   if (timed_ != Timed::none) {
-    out.push_back(CancelTimer{timer_});
+    out.push_back(CancelTimer{timer_, id_});
     timed_ = Timed::none;
   }
   out.push_back(DeliverAcquire{id_, std::move(r)});

@@ -60,8 +60,12 @@ struct Request {
 
 // --- actions ---
 
+// `job` in Send, ArmTimer and CancelTimer: the acquire job that issued it (AcquireMachine::id()),
+// whose on_reply / on_timer the driver calls; 0 for the machine the driver called (a watchdog, an
+// extend, a release, the notices). One event may make several jobs act (a notice handed on).
 struct Send {
   RequestId id = 0;
+  std::uint64_t job = 0;
   std::shared_ptr<const Request> request;  // shared: the driver may keep it until every reply
   std::vector<std::size_t> nodes;          // node indexes, ascending
   bool reply_wanted = true;                // false: a clean-up nobody waits for
@@ -69,11 +73,13 @@ struct Send {
 
 struct ArmTimer {
   TimerId id = 0;
+  std::uint64_t job = 0;
   Clock::time_point at{};
 };
 
 struct CancelTimer {
   TimerId id = 0;
+  std::uint64_t job = 0;
 };
 
 struct Subscribe {

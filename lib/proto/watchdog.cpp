@@ -119,7 +119,7 @@ void WatchdogMachine::arm(Actions& out) {
   auto at = heap_.begin()->first;
   if (at >= armed_for_) return;  // it fires earlier anyway, and on_timer re-arms it then
   armed_for_ = at;
-  out.push_back(ArmTimer{timer_, at});
+  out.push_back(ArmTimer{timer_, 0, at});
 }
 
 void WatchdogMachine::renew_in_batches(Batch due, Clock::time_point now, Actions& out) {

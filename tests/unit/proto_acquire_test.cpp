@@ -26,6 +26,7 @@ TEST(ProtoAcquire, QuickAcquireGrantsAtTheQuorumWithValidityFromTheSendTime) {
   m.start(at(0ms), out);
   auto send = only<Send>(out);
   EXPECT_EQ(send.nodes, nodes({0, 1, 2, 3, 4}));
+  EXPECT_EQ(send.job, m.id());
   EXPECT_EQ(send.request->script, ScriptId::none);
   EXPECT_EQ(send.request->decoder, Decoder::quick_acquire);
   EXPECT_EQ(send.request->args,
@@ -143,6 +144,7 @@ TEST(ProtoAcquire, RetriesAfterTheDelayWithItsJitterAndAFreshToken) {
   EXPECT_FALSE(has<DeliverAcquire>(out));
   auto timer = only<ArmTimer>(out);
   EXPECT_EQ(timer.at, at(2ms + 232ms));
+  EXPECT_EQ(timer.job, m.id());
   out.clear();
   m.on_timer(timer.id, timer.at, out);
   auto again = only<Send>(out);

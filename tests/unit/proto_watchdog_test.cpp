@@ -77,10 +77,11 @@ TEST(ProtoWatchdog, ALockIsNeverHeldPastItsDeadlineWithoutAQuorum) {
   w.add(1, info, at(0ms), out);
   auto now = at(0ms);
   std::optional<Lost> lost;
-  std::optional<ArmTimer> armed;  // a timer armed again replaces its time
+  ArmTimer armed;  // a timer armed again replaces its time
+  bool is_armed = false;
   int renewals = 0;
   for (int i = 0; i < 1000 && !lost; ++i) {
-    for (const auto& t : all_of<ArmTimer>(out)) armed = t;
+    for (const auto& t : all_of<ArmTimer>(out)) armed = t, is_armed = true;
     auto sends = all_of<Send>(out);
     out.clear();
     for (const auto& s : sends) {
@@ -88,11 +89,10 @@ TEST(ProtoWatchdog, ALockIsNeverHeldPastItsDeadlineWithoutAQuorum) {
       for (auto n : s.nodes) w.on_reply(s.id, n, failed(), now + 1ms, out);
     }
     if (sends.empty()) {
-      ASSERT_TRUE(armed);
-      now = armed->at;
-      auto id = armed->id;
-      armed.reset();
-      w.on_timer(id, now, out);
+      ASSERT_TRUE(is_armed);
+      is_armed = false;
+      now = armed.at;
+      w.on_timer(armed.id, now, out);
     }
     for (const auto& l : all_of<Lost>(out)) lost = l;
     EXPECT_FALSE(has<Renewed>(out));
