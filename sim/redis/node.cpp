@@ -327,7 +327,7 @@ struct RedisNode::Impl {
       return err("ERR wrong number of arguments for '" + name + "' command");
     if (!node.options_.password.empty() && !conn->authed && name != "auth")
       return err("NOAUTH Authentication required.");
-    if (c.denyoom && node.oom_ && !script_dirty) return err(kOom);
+    if (c.denyoom && node.oom_) return err(kOom);
     if (c.write && node.options_.replica)
       return err("READONLY You can't write against a read only replica.");
     if (!conn->channels.empty() && !c.pubsub_ok)
