@@ -14,7 +14,7 @@
 //   node.restart(/*keep_data=*/false, now);        // scripts, subscriptions, connections gone
 //   std::cout << node.dump(now);                   // live keys, types, values, ttls
 //
-// What Redis 7.0 does and the model mirrors (docs/simulation.md, tests in sim/redis/tests):
+// What Redis 7.0 does and the model mirrors (sim/redis/README.md, tests in sim/redis/tests):
 // - A key whose deadline has passed (now > deadline) exists for no command. Every command (a
 //   script counts as one) first drops the keys expired at its `now_ms`, so a key once seen
 //   expired stays gone even if the clock later steps back, as Redis' active expiry would.

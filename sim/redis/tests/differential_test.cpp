@@ -23,7 +23,7 @@ std::string clock_file(const std::string& name) {
   return ::testing::TempDir() + "sim_redis_" + name + "_" + std::to_string(::getpid()) + ".clock";
 }
 
-// Literal scripts, one per conversion rule of docs/simulation.md (and Redis 7.0's error texts).
+// Literal scripts, one per conversion rule of sim/redis/README.md (and Redis 7.0's error texts).
 const char* const kTinyScripts[] = {
     "return 3.9",
     "return -3.9",

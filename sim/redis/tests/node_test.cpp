@@ -1,6 +1,6 @@
 // The simulated node alone: expiry on its own clock (and the one time of a script), WRONGTYPE,
 // OOM at a script's first write, NOSCRIPT, pub/sub, restarts, inspection, the conversions of
-// docs/simulation.md one by one, and its replies decoded by the library's own decoders.
+// sim/redis/README.md one by one, and its replies decoded by the library's own decoders.
 #include <gtest/gtest.h>
 
 #include <stdexcept>
@@ -233,7 +233,7 @@ TEST_F(NodeTest, ARunawayScriptFailsLoudly) {
   EXPECT_EQ(eval("return 2"), i(2));
 }
 
-// docs/simulation.md, "Script return value -> reply", row by row.
+// sim/redis/README.md, "Script return value -> reply", row by row.
 TEST_F(NodeTest, ScriptValuesBecomeReplies) {
   EXPECT_EQ(eval("return 3.9"), i(3));
   EXPECT_EQ(eval("return -3.9"), i(-3));
@@ -247,7 +247,7 @@ TEST_F(NodeTest, ScriptValuesBecomeReplies) {
   EXPECT_EQ(eval("return {1, {2, 'a'}}"), arr({i(1), arr({i(2), b("a")})}));
 }
 
-// docs/simulation.md, "Command reply -> what redis.call returns", row by row.
+// sim/redis/README.md, "Command reply -> what redis.call returns", row by row.
 TEST_F(NodeTest, RepliesBecomeScriptValues) {
   run({"SET", "s", "v"});
   EXPECT_EQ(eval("return type(redis.call('EXISTS', 's'))"), b("number"));
