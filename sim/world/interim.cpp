@@ -60,8 +60,7 @@ proto::ArmTimer arm_timer(TimerId id, Clock::time_point at) {
 template <class Job>
 Milliseconds line_kept(const Job& j, Clock::time_point now) {
   Milliseconds keep = std::chrono::hours(1);
-  if (j.deadline)
-    keep = std::min(keep, std::chrono::ceil<Milliseconds>(*j.deadline - now) + j.ttl);
+  if (j.deadline) keep = std::min(keep, std::chrono::ceil<Milliseconds>(*j.deadline - now) + j.ttl);
   return std::max(keep, Milliseconds(1));
 }
 
