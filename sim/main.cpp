@@ -3,6 +3,7 @@
 //   redlock_sim --seeds 0..9999 [--jobs 2] [--faults pause,reset] [--control wipe-majority]
 //   redlock_sim --seed 1234 --trace          # replays one seed and prints its trace
 //   redlock_sim --seed 1234 --trace-hash     # the trace's hash (the same seed, the same hash)
+//   redlock_sim ... --interim                # the clients on the interim brain, not lib/proto
 //   redlock_sim --control NAME --expect-caught K --seeds 0..K-1   # a negative control's test
 //
 // Prints seeds/second, events per seed and every violation with the command that replays it.
@@ -67,6 +68,7 @@ int main(int argc, char** argv) {
   int jobs = 1;
   RunOptions base;
   std::string faults_arg, control_arg;
+  bool replay_interim = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> const char* {
@@ -103,6 +105,9 @@ int main(int argc, char** argv) {
         base.control = Control::clock_jump_quorum;
       else
         usage("unknown control");
+    } else if (a == "--interim") {
+      base.interim = true;
+      replay_interim = true;
     } else if (a == "--trace") {
       trace = true;
     } else if (a == "--trace-hash") {
@@ -117,6 +122,7 @@ int main(int argc, char** argv) {
   std::string replay_extra;
   if (!faults_arg.empty()) replay_extra += " --faults " + faults_arg;
   if (!control_arg.empty()) replay_extra += " --control " + control_arg;
+  if (replay_interim) replay_extra += " --interim";
 
   if (trace || trace_hash) {
     base.seed = from;

@@ -148,7 +148,8 @@ RequestId InterimBrain::send(Request request, std::vector<std::size_t> nodes, bo
 
 // --- acquire ---------------------------------------------------------------------------------
 
-std::uint64_t InterimBrain::acquire(const AcquireSpec& spec, Clock::time_point now, Actions& out) {
+std::uint64_t InterimBrain::acquire(const AcquireSpec& spec, Clock::time_point now,
+                                    std::int64_t place, Actions& out) {
   auto job = std::make_unique<Job>();
   Job& j = *job;
   j.id = ++last_id_;
@@ -166,7 +167,7 @@ std::uint64_t InterimBrain::acquire(const AcquireSpec& spec, Clock::time_point n
     j.deadline = now + *spec.wait;
     auto turn = std::max(Milliseconds(100), config_.request_timeout);
     j.ticket = turn_channel_ + "#" + std::to_string(j.id) + "@" + ms(turn);
-    j.place = std::to_string(now.time_since_epoch().count() / 1000);
+    j.place = std::to_string(place);
   }
   jobs_.emplace(j.id, std::move(job));
   if (j.waits && !turns_subscribed_) {
@@ -480,7 +481,9 @@ std::uint64_t InterimBrain::watch(const Lock& lock, Clock::time_point now, Actio
   return l.id;
 }
 
-void InterimBrain::unwatch(std::uint64_t id) {
+void InterimBrain::unwatch(std::uint64_t id, Clock::time_point, Actions&) { unwatch_(id); }
+
+void InterimBrain::unwatch_(std::uint64_t id) {
   auto it = leases_.find(id);
   if (it == leases_.end()) return;
   timer_owner_.erase(it->second->renew_timer);
@@ -518,7 +521,7 @@ void InterimBrain::on_timer(TimerId id, Clock::time_point now, Actions& out) {
       lost.lease = lease.id;
       out.push_back(lost);
     }
-    unwatch(lease.id);
+    unwatch_(lease.id);
     return;
   }
   if (id == lease.renew_timer && !lease.in_flight) renew(lease, now, out);
@@ -557,7 +560,7 @@ void InterimBrain::on_reply(RequestId id, std::size_t node, std::vector<NodeVote
       }
       out.push_back(proto::CancelTimer{lease.lost_timer});
       out.push_back(proto::CancelTimer{lease.renew_timer});
-      unwatch(lease.id);
+      unwatch_(lease.id);
     } else {
       // Nodes unreachable: try again soon, until the deadline says otherwise.
       out.push_back(arm_timer(lease.renew_timer, now + std::max(lease.ttl / 10, Milliseconds(5))));

@@ -36,30 +36,63 @@ struct AcquireSpec {
   bool fencing = false;
 };
 
-class InterimBrain {
+// What a simulated client runs: the protocol's decisions, fed events, answering with actions.
+// Two implementations: ProtoBrain (lib/proto's machines, the library's own rules) and
+// InterimBrain (below, the stand-in the simulator began with).
+class Brain {
+ public:
+  virtual ~Brain() = default;
+  // Commands of the user. Each returns the id its Deliver*/Renewed/Lost action carries.
+  virtual std::uint64_t acquire(const AcquireSpec& spec, Clock::time_point now, std::int64_t place,
+                                Actions& out) = 0;
+  virtual void cancel(std::uint64_t job, Clock::time_point now, Actions& out) = 0;
+  virtual std::uint64_t extend(const Lock& lock, Milliseconds ttl, Clock::time_point now,
+                               Actions& out) = 0;
+  virtual std::uint64_t release(const Lock& lock, Clock::time_point now, Actions& out) = 0;
+  // Renews `lock` every ttl/3 until unwatch(); Lost at the latest at its believed deadline.
+  virtual std::uint64_t watch(const Lock& lock, Clock::time_point now, Actions& out) = 0;
+  virtual void unwatch(std::uint64_t lease, Clock::time_point now, Actions& out) = 0;
+
+  // Events of the world.
+  virtual void on_reply(RequestId id, std::size_t node, std::vector<NodeVote> votes,
+                        Clock::time_point now, Actions& out) = 0;
+  virtual void on_timer(TimerId id, Clock::time_point now, Actions& out) = 0;
+  virtual void on_message(std::size_t node, const std::string& channel, const std::string& payload,
+                          Clock::time_point now, Actions& out) = 0;
+  virtual void on_subscribed(std::size_t node, const std::string& channel, Clock::time_point now,
+                             Actions& out) = 0;
+};
+
+// The brain of lib/proto: AcquireMachine per acquire, ExtendMachine, ReleaseMachine, one
+// WatchdogMachine and the Context's notice dispatch, exactly as lib/net would drive them.
+std::unique_ptr<Brain> make_proto_brain(const Config& config, std::size_t nodes,
+                                        std::string turn_channel,
+                                        std::function<std::string()> token,
+                                        std::function<std::uint64_t()> random);
+
+class InterimBrain final : public Brain {
  public:
   // `token`: a fresh token per call; `random`: a uniform draw (both from the world's generator).
   InterimBrain(const Config& config, std::size_t nodes, std::string turn_channel,
                std::function<std::string()> token, std::function<std::uint64_t()> random);
-  ~InterimBrain();
+  ~InterimBrain() override;
 
-  // Commands of the user. Each returns the id its Deliver*/Renewed/Lost action carries.
-  std::uint64_t acquire(const AcquireSpec& spec, Clock::time_point now, Actions& out);
-  void cancel(std::uint64_t job, Clock::time_point now, Actions& out);
-  std::uint64_t extend(const Lock& lock, Milliseconds ttl, Clock::time_point now, Actions& out);
-  std::uint64_t release(const Lock& lock, Clock::time_point now, Actions& out);
-  // Renews `lock` every ttl/3 until unwatch(); Lost at the latest at its believed deadline.
-  std::uint64_t watch(const Lock& lock, Clock::time_point now, Actions& out);
-  void unwatch(std::uint64_t lease);
+  std::uint64_t acquire(const AcquireSpec& spec, Clock::time_point now, std::int64_t place,
+                        Actions& out) override;
+  void cancel(std::uint64_t job, Clock::time_point now, Actions& out) override;
+  std::uint64_t extend(const Lock& lock, Milliseconds ttl, Clock::time_point now,
+                       Actions& out) override;
+  std::uint64_t release(const Lock& lock, Clock::time_point now, Actions& out) override;
+  std::uint64_t watch(const Lock& lock, Clock::time_point now, Actions& out) override;
+  void unwatch(std::uint64_t lease, Clock::time_point now, Actions& out) override;
 
-  // Events of the world.
   void on_reply(RequestId id, std::size_t node, std::vector<NodeVote> votes, Clock::time_point now,
-                Actions& out);
-  void on_timer(TimerId id, Clock::time_point now, Actions& out);
+                Actions& out) override;
+  void on_timer(TimerId id, Clock::time_point now, Actions& out) override;
   void on_message(std::size_t node, const std::string& channel, const std::string& payload,
-                  Clock::time_point now, Actions& out);
+                  Clock::time_point now, Actions& out) override;
   void on_subscribed(std::size_t node, const std::string& channel, Clock::time_point now,
-                     Actions& out);
+                     Actions& out) override;
 
   struct Job;
   struct Lease;
@@ -82,6 +115,7 @@ class InterimBrain {
   void job_reply(Job& job, std::size_t node, NodeVote vote, Clock::time_point now, Actions& out);
   void wake(Job& job, Clock::time_point now, Actions& out);
   void renew(Lease& lease, Clock::time_point now, Actions& out);
+  void unwatch_(std::uint64_t lease);
 
   const Config& config_;
   std::size_t nodes_;

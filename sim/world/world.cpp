@@ -199,7 +199,7 @@ struct ClientState {
   Config config;
   SimClock clock;
   std::string turn_channel;
-  std::unique_ptr<InterimBrain> brain;
+  std::unique_ptr<Brain> brain;
   bool alive = true;
   Us paused_until = 0;
   Us last_pause_end = -1;
@@ -453,18 +453,20 @@ void World::draw_scenario() {
     c.config.watchdog_lease = c.config.ttl;
     if (guard_) c.config.restart_guard = max_ttl_;
     int idx = c.index;
-    c.brain = std::make_unique<InterimBrain>(
-        c.config, n, c.turn_channel,
-        [this] {
-          static const char hex[] = "0123456789abcdef";
-          std::string t;
-          auto a = rng_.next(), b = rng_.next();
-          for (int i = 0; i < 16; ++i) t.push_back(hex[(a >> (4 * i)) & 15]);
-          for (int i = 0; i < 16; ++i) t.push_back(hex[(b >> (4 * i)) & 15]);
-          t.push_back('.');
-          return t;
-        },
-        [this] { return rng_.next(); });
+    auto token = [this] {
+      static const char hex[] = "0123456789abcdef";
+      std::string t;
+      auto a = rng_.next(), b = rng_.next();
+      for (int i = 0; i < 16; ++i) t.push_back(hex[(a >> (4 * i)) & 15]);
+      for (int i = 0; i < 16; ++i) t.push_back(hex[(b >> (4 * i)) & 15]);
+      t.push_back('.');
+      return t;
+    };
+    auto random = [this] { return rng_.next(); };
+    if (opt_.interim)
+      c.brain = std::make_unique<InterimBrain>(c.config, n, c.turn_channel, token, random);
+    else
+      c.brain = make_proto_brain(c.config, n, c.turn_channel, token, random);
     (void)idx;
   }
 
@@ -643,7 +645,8 @@ void World::start_op(int c) {
   trace("c" + std::to_string(c) + " begins " + what +
         (spec.wait ? "wait=" + std::to_string(spec.wait->count()) + "ms" : std::string()));
   Actions out;
-  cl.op.job = cl.brain->acquire(spec, cnow(cl), out);
+  // A waiter's place: microseconds on its wall clock (the same number on every node).
+  cl.op.job = cl.brain->acquire(spec, cnow(cl), kEpochMs * 1000 + local(cl), out);
   apply(c, out);
   if (op.kind == OpKind::cancel) {
     auto step = cl.op.step;
@@ -751,7 +754,7 @@ void World::op_end(int c, bool release) {
   if (op.granted) {
     close_claim(op, now_);
     Actions out;
-    if (op.lease != 0) cl.brain->unwatch(op.lease);
+    if (op.lease != 0) cl.brain->unwatch(op.lease, cnow(cl), out);
     op.lease = 0;
     if (release) {
       trace("c" + std::to_string(c) + " releases");
@@ -860,7 +863,9 @@ void World::send_one(int c, std::size_t n, RequestId id, std::shared_ptr<const p
     }
   }
   // The restart guard refuses what could grant; releases, renewals and write-backs go through.
-  if (p.request->script == proto::ScriptId::acquire && local(cl) < conn.eligible_at) {
+  bool may_grant =
+      p.request->script == proto::ScriptId::acquire || p.request->script == proto::ScriptId::none;
+  if (may_grant && local(cl) < conn.eligible_at) {
     client_at(c, now_ + 1, [this, c, n, tag] {
       fail(c, n, tag, Errc::node_restarting, "restarted less than the largest lease ago");
     });

@@ -27,6 +27,8 @@ struct RunOptions {
   // Fault kinds allowed (names as fault_kinds() lists them); empty: all. The swarm draws which
   // of the allowed kinds are on for each seed.
   std::vector<std::string> faults;
+  // The clients run the simulator's interim brain instead of lib/proto's machines.
+  bool interim = false;
 };
 
 struct RunResult {
