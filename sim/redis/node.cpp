@@ -1205,24 +1205,29 @@ struct RedisNode::Impl {
     return static_cast<Impl*>(lua_touserdata(L, lua_upvalueindex(1)));
   }
 
-  // redis.call (raise = 1) and redis.pcall (raise = 0).
+  // redis.call (raise) and redis.pcall. Lua raises errors with longjmp: every C++ object here
+  // (the reply, an exception) is gone before lua_error runs, or its destructor would be skipped.
   static int lua_redis_command(lua_State* L, bool raise) {
     Impl* self = self_of(L);
-    Value v;
+    bool failed = false, is_error = false;
     try {
-      v = self->script_command(L);
+      Value v = self->script_command(L);
+      lua_settop(L, 0);
+      self->to_lua(v);
+      is_error = v.is_error();
     } catch (const std::logic_error& e) {
       self->pending_logic_error = e.what();
-      lua_pushstring(L, "sim: command not modelled");
-      return lua_error(L);
+      failed = true;
     } catch (const std::exception& e) {
       self->pending_logic_error = std::string("sim: ") + e.what();
-      lua_pushstring(L, "sim: failure");
+      failed = true;
+    }
+    if (failed) {
+      lua_settop(L, 0);
+      lua_pushstring(L, "sim: the command failed in the simulator");
       return lua_error(L);
     }
-    lua_settop(L, 0);
-    self->to_lua(v);
-    if (v.is_error() && raise) return lua_error(L);
+    if (is_error && raise) return lua_error(L);
     return 1;
   }
   static int lua_call_fn(lua_State* L) { return lua_redis_command(L, true); }
