@@ -167,10 +167,37 @@ struct RedisNode::Impl {
   std::vector<Delivery> deliveries;
   std::map<std::string, std::string> scripts;  // sha -> body; compiled functions in Lua
   std::map<std::string, Command> table;
+  // The Lua state is one per thread, shared by the nodes on it (vm() below): a node is cheap
+  // to make, and each script is compiled once per thread however many nodes load it. Nothing
+  // of one node's scripts can reach another's: globals are read-only, KEYS and ARGV are set
+  // for every call, and the node that runs a script is `current`. Which scripts a node has
+  // loaded (NOSCRIPT) is the node's own: `scripts`.
+  struct LuaVM {
+    lua_State* L = nullptr;
+    int scripts_ref = LUA_NOREF;  // registry: sha -> compiled function
+    int handler_ref = LUA_NOREF;  // registry: the error handler (as Redis 7.0's)
+    int globals_ref = LUA_NOREF;  // registry: the real globals (KEYS and ARGV go there)
+    ~LuaVM() {
+      if (L != nullptr) lua_close(L);
+    }
+  };
+  static LuaVM& vm() {
+    thread_local LuaVM v;
+    if (v.L == nullptr) build_vm(v);
+    return v;
+  }
+  static inline thread_local Impl* current = nullptr;  // the node running a script
   lua_State* L = nullptr;
-  int scripts_ref = LUA_NOREF;  // registry: sha -> compiled function
-  int handler_ref = LUA_NOREF;  // registry: the error handler (as Redis 7.0's)
-  int globals_ref = LUA_NOREF;  // registry: the real globals (KEYS and ARGV go there)
+  int scripts_ref = LUA_NOREF;
+  int handler_ref = LUA_NOREF;
+  int globals_ref = LUA_NOREF;
+  void bind() {
+    LuaVM& v = vm();
+    L = v.L;
+    scripts_ref = v.scripts_ref;
+    handler_ref = v.handler_ref;
+    globals_ref = v.globals_ref;
+  }
 
   // The command being run.
   std::int64_t now = 0;
@@ -183,11 +210,7 @@ struct RedisNode::Impl {
   std::string script_sha;
   std::string pending_logic_error;  // a std::logic_error raised inside Lua, rethrown after
 
-  explicit Impl(RedisNode& n) : node(n) {
-    build_table();
-    open_lua();
-  }
-  ~Impl() { close_lua(); }
+  explicit Impl(RedisNode& n) : node(n) { build_table(); }
 
   // ----------------------------------------------------------------------------------------
   // Keyspace
@@ -317,6 +340,7 @@ struct RedisNode::Impl {
     conn = &conns[connection];
     conn_id = connection;
     db = conn->db;
+    bind();
     for (auto& d : dbs) drop_expired(d);
     std::string name = lower(argv[0]);
     auto it = table.find(name);
@@ -959,27 +983,29 @@ struct RedisNode::Impl {
     if (body.size() >= 2 && body[0] == '#' && body[1] == '!')
       not_modelled("scripts with a shebang (flags)");
     lua_rawgeti(L, LUA_REGISTRYINDEX, scripts_ref);
-    if (luaL_loadbuffer(L, body.data(), body.size(), "@user_script") != 0) {
-      std::string msg = lua_tostring(L, -1);
-      lua_pop(L, 2);
-      return err("ERR Error compiling script (new function): " + msg);
-    }
-    // Its globals are the read-only view (see open_lua).
-    lua_rawgeti(L, LUA_REGISTRYINDEX, globals_ref);
-    lua_getfield(L, -1, "__sim_env");
-    lua_setfenv(L, -3);
+    lua_getfield(L, -1, sha.c_str());
+    bool compiled = lua_isfunction(L, -1);
     lua_pop(L, 1);
-    lua_setfield(L, -2, sha.c_str());
+    if (!compiled) {
+      if (luaL_loadbuffer(L, body.data(), body.size(), "@user_script") != 0) {
+        std::string msg = lua_tostring(L, -1);
+        lua_pop(L, 2);
+        return err("ERR Error compiling script (new function): " + msg);
+      }
+      // Its globals are the read-only view (see build_vm).
+      lua_rawgeti(L, LUA_REGISTRYINDEX, globals_ref);
+      lua_getfield(L, -1, "__sim_env");
+      lua_setfenv(L, -3);
+      lua_pop(L, 1);
+      lua_setfield(L, -2, sha.c_str());
+    }
     lua_pop(L, 1);
     scripts[sha] = body;
     return Value::nil();
   }
 
-  void forget_scripts() {
-    scripts.clear();
-    lua_newtable(L);
-    lua_rawseti(L, LUA_REGISTRYINDEX, scripts_ref);
-  }
+  // The node forgets; the thread's compiled function stays for the next node that loads it.
+  void forget_scripts() { scripts.clear(); }
 
   // The global array `name` (KEYS or ARGV) from a[from, to).
   void set_array(const char* name, const Args& a, std::size_t from, std::size_t to) {
@@ -1014,6 +1040,7 @@ struct RedisNode::Impl {
     hooks = 0;
     script_sha = sha;
     pending_logic_error.clear();
+    current = this;
     lua_sethook(L, &Impl::count_hook, LUA_MASKCOUNT, kHookEvery);
     int rc = lua_pcall(L, 0, 1, base + 1);
     lua_sethook(L, nullptr, 0, 0);
@@ -1036,9 +1063,7 @@ struct RedisNode::Impl {
   }
 
   static void count_hook(lua_State* L, lua_Debug*) {
-    lua_getfield(L, LUA_REGISTRYINDEX, "__sim_impl");
-    auto* self = static_cast<Impl*>(lua_touserdata(L, -1));
-    lua_pop(L, 1);
+    Impl* self = current;
     if (++self->hooks > kMaxHooks) {
       self->pending_logic_error = "sim: a script ran for more than 2e8 Lua instructions";
       luaL_error(L, "script ran too long");
@@ -1201,9 +1226,7 @@ struct RedisNode::Impl {
     return (this->*c.run)(argv);
   }
 
-  static Impl* self_of(lua_State* L) {
-    return static_cast<Impl*>(lua_touserdata(L, lua_upvalueindex(1)));
-  }
+  static Impl* self_of(lua_State*) { return current; }
 
   // redis.call (raise) and redis.pcall. Lua raises errors with longjmp: every C++ object here
   // (the reply, an exception) is gone before lua_error runs, or its destructor would be skipped.
@@ -1361,8 +1384,9 @@ struct RedisNode::Impl {
 
   // The Lua world of Redis 7.0: base, table, string, math; redis.*; no io, os, require,
   // loadfile, dofile, print, debug; globals read-only and a missing global an error.
-  void open_lua() {
-    L = luaL_newstate();
+  static void build_vm(LuaVM& v) {
+    lua_State* L = luaL_newstate();
+    v.L = L;
     if (L == nullptr) throw std::bad_alloc();
     const std::pair<const char*, lua_CFunction> libs[] = {{"", luaopen_base},
                                                           {LUA_TABLIBNAME, luaopen_table},
@@ -1374,16 +1398,13 @@ struct RedisNode::Impl {
       lua_pushstring(L, name);
       lua_call(L, 1, 0);
     }
-    lua_pushlightuserdata(L, this);
-    lua_setfield(L, LUA_REGISTRYINDEX, "__sim_impl");
     open_bit(L);
 
     lua_newtable(L);  // redis
     const std::pair<const char*, lua_CFunction> fns[] = {{"call", &Impl::lua_call_fn},
                                                          {"pcall", &Impl::lua_pcall_fn}};
     for (const auto& [name, fn] : fns) {
-      lua_pushlightuserdata(L, this);
-      lua_pushcclosure(L, fn, 1);
+      lua_pushcfunction(L, fn);
       lua_setfield(L, -2, name);
     }
     const std::pair<const char*, lua_CFunction> plain[] = {
@@ -1407,7 +1428,7 @@ struct RedisNode::Impl {
       lua_pushinteger(L, v);
       lua_setfield(L, -2, name);
     }
-    lua_pushstring(L, node.options_.version.c_str());
+    lua_pushstring(L, "7.0.15");
     lua_setfield(L, -2, "REDIS_VERSION");
     lua_setglobal(L, "redis");
 
@@ -1452,14 +1473,14 @@ return handler
     lua_pushcfunction(L, &Impl::lua_missing_global);
     if (lua_pcall(L, 2, 1, 0) != 0)
       throw std::logic_error(std::string("sim: Lua setup failed: ") + lua_tostring(L, -1));
-    handler_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    v.handler_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     lua_pushvalue(L, LUA_GLOBALSINDEX);
-    globals_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    v.globals_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     lua_newtable(L);
-    scripts_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    v.scripts_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     // math.random as Redis' own (rand48, the same sequence for every script): not by the C
     // library's global state.
-    lua_rawgeti(L, LUA_REGISTRYINDEX, globals_ref);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, v.globals_ref);
     lua_getfield(L, -1, "math");
     lua_getmetatable(L, -1);
     lua_getfield(L, -1, "__index");  // the real math table
@@ -1468,11 +1489,6 @@ return handler
     lua_pushcfunction(L, &Impl::lua_randomseed);
     lua_setfield(L, -2, "randomseed");
     lua_pop(L, 4);
-  }
-
-  void close_lua() {
-    if (L != nullptr) lua_close(L);
-    L = nullptr;
   }
 
   // Redis' rand48 (rand.c): one state for the server, from rand48's default seed at its start,
@@ -1485,12 +1501,7 @@ return handler
     rand48 = (rand48 * 0x5DEECE66DULL + 0xB) & ((1ULL << 48) - 1);
     return static_cast<std::int32_t>(rand48 >> 17);
   }
-  static Impl* registry_self(lua_State* L) {
-    lua_getfield(L, LUA_REGISTRYINDEX, "__sim_impl");
-    auto* self = static_cast<Impl*>(lua_touserdata(L, -1));
-    lua_pop(L, 1);
-    return self;
-  }
+  static Impl* registry_self(lua_State*) { return current; }
   static int lua_random(lua_State* L) {
     Impl* self = registry_self(L);
     const double max = 2147483647.0;

@@ -2,7 +2,8 @@
 // through Lua 5.1, deterministic and single-threaded. No I/O, no clock reads, no randomness:
 // every call is judged at the node's clock `now_ms`, which the simulator gives (it may jump back
 // or forward). Anything the model does not cover throws std::logic_error("sim: command not
-// modelled: ..."), so a gap never passes silently. One thread; the node owns its Lua state.
+// modelled: ..."), so a gap never passes silently. One node, one thread at a time; the nodes of
+// one thread share that thread's Lua state (each script compiled once per thread).
 //
 //   RedisNode node(NodeOptions{}, /*now_ms=*/0);
 //   node.execute({"SCRIPT", "LOAD", body}, now, conn);              // -> bulk sha

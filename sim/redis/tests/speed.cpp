@@ -31,5 +31,16 @@ int main() {
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("%d acquire+release pairs (%ld granted) in %.3f s: %.0f pairs/s\n", pairs, granted, s,
               pairs / s);
+  // A seed of the simulator makes its nodes afresh: a node with the four scripts loaded.
+  const int nodes = 2000;
+  start = std::chrono::steady_clock::now();
+  for (int i = 0; i < nodes; ++i) {
+    redlock::sim::RedisNode fresh;
+    for (const auto& script : redlock::sim::kScripts)
+      fresh.execute({"SCRIPT", "LOAD", std::string(script.body)}, 0, 1);
+  }
+  s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("%d nodes made with the four scripts loaded in %.3f s: %.0f nodes/s\n", nodes, s,
+              nodes / s);
   return granted == pairs ? 0 : 1;
 }
