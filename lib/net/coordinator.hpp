@@ -15,6 +15,7 @@
 
 #include "../core/quorum.hpp"
 #include "../core/safeguards.hpp"
+#include "../proto/acquire.hpp"
 #include "lease.hpp"
 #include "node.hpp"
 #include "redlock/client.hpp"
@@ -116,8 +117,6 @@ class Coordinator {
   void status(Client::StatusCallback done);
   // Ends the wait of the acquire registered under `job_id`, if it still waits.
   void cancel(std::uint64_t job_id);
-  // The waiter registered under `job_id`, if it is still running.
-  Waiter* waiter(std::uint64_t job_id) const;
   // Takes `ticket` out of `key`'s line on every node (a waiter that is gone).
   void leave_line(const std::string& key, const std::string& ticket);
 
@@ -158,9 +157,20 @@ class Coordinator {
   static Command renew_command(const std::vector<const Lease*>& leases);
 
   class AcquireJob;
+  class ProtoSend;
+  // The protocol core's shared state (turns, notices, ids, the quick acquire's fate).
+  proto::Context& proto() noexcept { return *proto_; }
+  // Carries out what the machines asked for, in order.
+  void run(proto::Actions& actions);
 
  private:
   friend class AcquireJob;
+  friend class ProtoSend;
+  // A node's votes for request `id` of acquire job `job` (gone: dropped).
+  void deliver_reply(std::uint64_t job, proto::RequestId id, std::size_t node,
+                     std::vector<NodeVote> votes);
+  // Frees the jobs in reap_ whose machines need nothing more.
+  void reap();
   friend class FanOut;
   void fanout_ended();
   void close_nodes();
@@ -182,6 +192,9 @@ class Coordinator {
   bool nodes_closed_ = false;
   uv_timer_t drain_timer_{};
   std::function<void(std::function<void()>)> post_to_loop_;
+  std::unique_ptr<proto::Context> proto_;
+  std::vector<std::uint64_t> reap_;  // jobs that may be done
+  int running_ = 0;                  // depth of run()
 };
 
 // Runs a user callback on the loop thread; an escaping exception is reported, not propagated.
