@@ -982,6 +982,14 @@ struct RedisNode::Impl {
     if (scripts.count(sha)) return Value::nil();
     if (body.size() >= 2 && body[0] == '#' && body[1] == '!')
       not_modelled("scripts with a shebang (flags)");
+    Value e = load_function(sha, body);
+    if (e.is_error()) return e;
+    scripts[sha] = body;
+    return Value::nil();
+  }
+
+  // The thread's compiled function for `sha`, compiled now if this thread has none yet.
+  Value load_function(const std::string& sha, const std::string& body) {
     lua_rawgeti(L, LUA_REGISTRYINDEX, scripts_ref);
     lua_getfield(L, -1, sha.c_str());
     bool compiled = lua_isfunction(L, -1);
@@ -1000,7 +1008,6 @@ struct RedisNode::Impl {
       lua_setfield(L, -2, sha.c_str());
     }
     lua_pop(L, 1);
-    scripts[sha] = body;
     return Value::nil();
   }
 
@@ -1028,6 +1035,8 @@ struct RedisNode::Impl {
     auto first_arg = 3 + static_cast<std::size_t>(numkeys);
     set_array("KEYS", a, 3, first_arg);
     set_array("ARGV", a, first_arg, a.size());
+    // Loaded by this node on another thread: that thread compiled it, this one has not yet.
+    load_function(sha, scripts[sha]);
 
     int base = lua_gettop(L);
     lua_rawgeti(L, LUA_REGISTRYINDEX, handler_ref);

@@ -5,6 +5,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <hiredis/hiredis.h>
@@ -26,6 +27,10 @@ using Args = std::vector<std::string>;
 Value arr(std::vector<Value> v) { return Value::array(std::move(v)); }
 Value i(std::int64_t n) { return Value::integer(n); }
 Value b(std::string s) { return Value::bulk(std::move(s)); }
+std::string redis_sha(const std::string& body) {
+  RedisNode n;
+  return n.execute({"SCRIPT", "LOAD", body}, 0, 1).str;
+}
 
 class NodeTest : public ::testing::Test {
  protected:
@@ -318,6 +323,25 @@ TEST_F(NodeTest, LibraryDecodersReadSimulatedReplies) {
   EXPECT_EQ(failed.vote, Vote::pending);
   EXPECT_EQ(oom->type, REDIS_REPLY_ERROR);
   EXPECT_EQ(std::string(oom->str, 3), "OOM");
+}
+
+// Nodes share their thread's Lua state: a node used from another thread compiles there what it
+// loaded, and one node's SCRIPT FLUSH or restart leaves another node's scripts loaded.
+TEST_F(NodeTest, NodesShareAThreadsLuaStateWithoutSharingScripts) {
+  RedisNode other;
+  EXPECT_EQ(run({"SCRIPT", "LOAD", "return 'mine'"}), b(redis_sha("return 'mine'")));
+  EXPECT_EQ(other.execute({"EVALSHA", redis_sha("return 'mine'"), "0"}, 0, 1).error_code(),
+            "NOSCRIPT");
+  other.execute({"SCRIPT", "LOAD", "return 'mine'"}, 0, 1);
+  node.restart(false, now);
+  EXPECT_EQ(other.execute({"EVALSHA", redis_sha("return 'mine'"), "0"}, 0, 1), b("mine"));
+  other.execute({"SCRIPT", "LOAD", std::string(kFence.body)}, 0, 1);
+  Value from_thread;
+  std::thread t([&] {
+    from_thread = other.execute({"EVALSHA", std::string(kFence.sha), "1", "k", "t.", "1"}, 0, 1);
+  });
+  t.join();
+  EXPECT_EQ(from_thread, i(0));
 }
 
 TEST(HiredisReply, RoundTripsEveryKind) {
