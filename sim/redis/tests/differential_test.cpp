@@ -7,8 +7,12 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -302,9 +306,37 @@ TEST(SimRedisDifferential, OutOfMemory) {
 
 // --- the project's scripts, many argument shapes, random sequences -------------------------
 
+// The scripts the random sequences call: the project's own, or, when the environment variable
+// REDLOCK_SIM_SCRIPTS names a directory with acquire.lua, release.lua, renew.lua and fence.lua,
+// those (to check the model against scripts being written elsewhere).
+struct Scripts {
+  std::string text[4];  // acquire, release, renew, fence
+  std::string sha[4];
+
+  static Scripts load() {
+    Scripts s;
+    const ScriptText own[4] = {kAcquire, kRelease, kRenew, kFence};
+    const char* dir = std::getenv("REDLOCK_SIM_SCRIPTS");
+    RedisNode digest;
+    for (int i = 0; i < 4; ++i) {
+      if (dir != nullptr && *dir != '\0') {
+        std::ifstream in(std::string(dir) + "/" + std::string(own[i].name) + ".lua",
+                         std::ios::binary);
+        if (!in) throw std::runtime_error("REDLOCK_SIM_SCRIPTS: cannot read a script");
+        s.text[i].assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+      } else {
+        s.text[i] = std::string(own[i].body);
+      }
+      s.sha[i] = digest.execute({"SCRIPT", "LOAD", s.text[i]}, 0, 1).str;
+    }
+    return s;
+  }
+};
+
 class ScriptCalls {
  public:
-  ScriptCalls(Twin& t, std::uint64_t seed) : t_(t), rng_(seed) {}
+  ScriptCalls(Twin& t, std::uint64_t seed, const Scripts& scripts)
+      : t_(t), rng_(seed), scripts_(scripts) {}
 
   void run(int steps) {
     for (const char* ch : {"c1", "c2"}) t_.subscribe(ch);
@@ -348,8 +380,9 @@ class ScriptCalls {
   }
 
   // Sends a script by EVALSHA, and by EVAL after NOSCRIPT, as the library does.
-  void script(const ScriptText& s, const std::vector<std::string>& ks,
-              const std::vector<std::string>& args) {
+  void script(int which, const std::vector<std::string>& ks, const std::vector<std::string>& args) {
+    static const char* const names[4] = {"acquire", "release", "renew", "fence"};
+    ScriptText s{names[which], scripts_.text[which], scripts_.sha[which]};
     std::vector<std::string> argv = {chance(0.15) ? "EVAL" : "EVALSHA",
                                      std::string(chance(0.15) ? s.body : s.sha),
                                      std::to_string(ks.size())};
@@ -426,7 +459,7 @@ class ScriptCalls {
           args.push_back(one<std::string>({"1000", "60000", "5"}));
           if (chance(0.9)) args.push_back(one<std::string>({"100", "200", "x"}));
         }
-        script(kAcquire, keys(chance(0.8) ? 1 : 1 + pick(3)), args);
+        script(0, keys(chance(0.8) ? 1 : 1 + pick(3)), args);
         break;
       }
       case 3:
@@ -438,7 +471,7 @@ class ScriptCalls {
           args.push_back(chance(0.5) ? "" : place());
           args.push_back(one<std::string>({"1000", "60000"}));
         }
-        script(kRelease, keys(chance(0.8) ? 1 : 1 + pick(3)), args);
+        script(1, keys(chance(0.8) ? 1 : 1 + pick(3)), args);
         break;
       }
       case 5: {  // renew, a batch
@@ -452,11 +485,11 @@ class ScriptCalls {
           args.push_back(ttl());
           args.push_back(std::to_string(n));
         }
-        script(kRenew, ks, args);
+        script(2, ks, args);
         break;
       }
       case 6: {  // fencing write-back
-        script(kFence, keys(1 + pick(2)),
+        script(3, keys(1 + pick(2)),
                {token(), one<std::string>({"1", "5", "100", "9007199254740993"})});
         break;
       }
@@ -475,9 +508,7 @@ class ScriptCalls {
         break;
       default:
         if (chance(0.5))
-          t_.same(
-              {"SCRIPT", "LOAD",
-               std::string(one(std::vector<ScriptText>(kScripts.begin(), kScripts.end())).body)});
+          t_.same({"SCRIPT", "LOAD", scripts_.text[pick(4)]});
         else
           t_.same({"PTTL", resource()});
         break;
@@ -486,15 +517,17 @@ class ScriptCalls {
 
   Twin& t_;
   std::mt19937_64 rng_;
+  const Scripts& scripts_;
 };
 
 TEST(SimRedisDifferential, ProjectScriptsRandomSequences) {
   Twin t(clock_file("scripts"));
+  const Scripts scripts = Scripts::load();
   std::map<std::string, long> seen;
   for (std::uint64_t seed = 1; seed <= 8; ++seed) {
     t.same({"FLUSHALL"});
     if (t.node().oom()) t.oom(false);
-    ScriptCalls calls(t, seed);
+    ScriptCalls calls(t, seed, scripts);
     calls.run(300);
     for (const auto& [k, n] : calls.seen) seen[k] += n;
     if (::testing::Test::HasFailure()) {
