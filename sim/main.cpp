@@ -4,6 +4,8 @@
 //   redlock_sim --seed 1234 --trace          # replays one seed and prints its trace
 //   redlock_sim --seed 1234 --trace-hash     # the trace's hash (the same seed, the same hash)
 //   redlock_sim ... --interim                # the clients on the interim brain, not lib/proto
+//   redlock_sim ... --shrink                 # a failing seed again with fewer fault kinds
+//   redlock_sim --seed 1234 --only pause,reset --trace   # exactly these kinds (a shrunk run)
 //   redlock_sim --control NAME --expect-caught K --seeds 0..K-1   # a negative control's test
 //
 // Prints seeds/second, events per seed and every violation with the command that replays it.
@@ -69,6 +71,7 @@ int main(int argc, char** argv) {
   RunOptions base;
   std::string faults_arg, control_arg;
   bool replay_interim = false;
+  bool shrink = false;  // a failing seed is run again with fewer fault kinds
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> const char* {
@@ -105,6 +108,17 @@ int main(int argc, char** argv) {
         base.control = Control::clock_jump_quorum;
       else
         usage("unknown control");
+    } else if (a == "--only") {
+      faults_arg = value();
+      base.faults = faults_arg == "none" ? std::vector<std::string>() : split(faults_arg);
+      base.only = true;
+      for (const auto& f : base.faults) {
+        bool known = false;
+        for (const auto& k : redlock::sim::fault_kinds()) known = known || k == f;
+        if (!known) usage(("unknown fault kind " + f).c_str());
+      }
+    } else if (a == "--shrink") {
+      shrink = true;
     } else if (a == "--interim") {
       base.interim = true;
       replay_interim = true;
@@ -120,7 +134,7 @@ int main(int argc, char** argv) {
   }
   if (!have_range) usage("give --seeds or --seed");
   std::string replay_extra;
-  if (!faults_arg.empty()) replay_extra += " --faults " + faults_arg;
+  if (!faults_arg.empty()) replay_extra += (base.only ? " --only " : " --faults ") + faults_arg;
   if (!control_arg.empty()) replay_extra += " --control " + control_arg;
   if (replay_interim) replay_extra += " --interim";
 
@@ -158,6 +172,30 @@ int main(int argc, char** argv) {
           for (const auto& v : r.violations) std::printf("  %s\n", v.c_str());
           std::printf("  replay: redlock_sim --seed %llu%s --trace\n",
                       static_cast<unsigned long long>(s), replay_extra.c_str());
+          if (shrink) {
+            // Drop fault kinds one at a time while the seed still fails (the run with fewer
+            // kinds is another scenario of the same seed, replayed with --only).
+            auto kinds = r.enabled;
+            for (std::size_t i = 0; i < kinds.size();) {
+              RunOptions t = base;
+              t.seed = s;
+              t.only = true;
+              t.faults = kinds;
+              t.faults.erase(t.faults.begin() + static_cast<std::ptrdiff_t>(i));
+              if (!redlock::sim::run_seed(t).violations.empty())
+                kinds = t.faults;
+              else
+                ++i;
+            }
+            std::string only;
+            for (const auto& k : kinds) only += (only.empty() ? "" : ",") + k;
+            std::string extra =
+                base.control == Control::none ? std::string() : " --control " + control_arg;
+            if (replay_interim) extra += " --interim";
+            std::printf("  shrunk: redlock_sim --seed %llu --only %s%s --trace\n",
+                        static_cast<unsigned long long>(s), only.empty() ? "none" : only.c_str(),
+                        extra.c_str());
+          }
           std::fflush(stdout);
         }
       }

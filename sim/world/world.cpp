@@ -386,6 +386,8 @@ void World::draw_scenario() {
   std::vector<std::string> allowed = opt_.faults.empty() ? kFaultKinds : opt_.faults;
   for (const auto& k : allowed)
     if (opt_.control == Control::none && rng_.chance(0.5)) enabled_.insert(k);
+  // A shrunk replay names its kinds exactly (the draws above are made all the same).
+  if (opt_.only) enabled_ = std::set<std::string>(opt_.faults.begin(), opt_.faults.end());
 
   static const std::vector<int> node_counts = {1, 3, 3, 3, 5, 5, 5};
   std::size_t n = static_cast<std::size_t>(rng_.pick(node_counts));
@@ -552,7 +554,9 @@ void World::apply(int c, Actions& out) {
     } else if (auto* d = std::get_if<proto::DeliverAcquire>(&a)) {
       if (!cl.has_op || cl.op.job != d->job) continue;
       trace("c" + std::to_string(c) + " acquire " +
-            (d->result ? "GRANTED" : "refused: " + d->result.error.message()) +
+            (d->result
+                 ? "GRANTED, believes until " + fmt_t(us(d->result.lock.valid_until)) + " (local)"
+                 : "refused: " + d->result.error.message()) +
             (d->result.lock.fencing_token ? " fence=" + std::to_string(d->result.lock.fencing_token)
                                           : std::string()));
       cl.op.waiting = false;
@@ -1490,6 +1494,7 @@ RunResult World::run() {
   r.scripts = scripts_;
   r.violations = violations_;
   r.summary = summary_;
+  r.enabled.assign(enabled_.begin(), enabled_.end());
   if (opt_.trace) {
     std::uint64_t h = 1469598103934665603ull;
     for (unsigned char ch : trace_) h = (h ^ ch) * 1099511628211ull;

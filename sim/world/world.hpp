@@ -27,6 +27,8 @@ struct RunOptions {
   // Fault kinds allowed (names as fault_kinds() lists them); empty: all. The swarm draws which
   // of the allowed kinds are on for each seed.
   std::vector<std::string> faults;
+  // With `only`: exactly the kinds in `faults` are on (no swarm draw): a shrunk run.
+  bool only = false;
   // The clients run the simulator's interim brain instead of lib/proto's machines.
   bool interim = false;
 };
@@ -39,6 +41,7 @@ struct RunResult {
   std::string trace;                    // with RunOptions::trace
   std::uint64_t trace_hash = 0;         // FNV-1a of the trace (0 without it)
   std::string summary;                  // the seed's drawn scenario, one line
+  std::vector<std::string> enabled;     // the fault kinds that were on
 };
 
 RunResult run_seed(const RunOptions& options);
