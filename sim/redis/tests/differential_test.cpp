@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/safeguards.hpp"
 #include "scripts.hpp"
 #include "twin.hpp"
 
@@ -224,6 +225,53 @@ TEST(SimRedisDifferential, CommandsAndTheirErrors) {
   };
   for (const auto& c : calls) t.same(c);
   t.compare_keyspaces();
+}
+
+// A subscribed connection: what it may run, the counts its (un)subscriptions answer, and
+// what PUBLISH counts and delivers.
+TEST(SimRedisDifferential, SubscribedConnections) {
+  Twin t(clock_file("pubsub"));
+  std::size_t a = t.subscribe("ch");
+  std::size_t b = t.subscribe("ch");
+  t.same({"PUBLISH", "ch", "one"});
+  t.compare_deliveries();  // a subscriber's next reply is its command's, not a message
+  t.same({"PUBSUB", "NUMSUB", "ch", "other"});
+  t.same_on_subscriber(a, {"GET", "k"});
+  t.same_on_subscriber(a, {"SET", "k", "v"});
+  t.same_on_subscriber(a, {"PING", "hi"});
+  t.same_on_subscriber(a, {"SUBSCRIBE", "ch"});
+  t.same_on_subscriber(a, {"SUBSCRIBE", "other"});
+  t.same({"EVAL",
+          "return {redis.call('PUBLISH', 'ch', 'two'), redis.call('PUBLISH', 'other', "
+          "'three')}",
+          "0"});
+  t.compare_deliveries();
+  t.same_on_subscriber(a, {"UNSUBSCRIBE", "nothing"});
+  t.same_on_subscriber(b, {"UNSUBSCRIBE", "ch"});
+  t.same({"PUBLISH", "ch", "four"});
+  t.compare_deliveries();
+  t.same_on_subscriber(b, {"GET", "k"});  // no subscription left: an ordinary connection again
+}
+
+// INFO and ROLE say what the safeguards read (lib/core/safeguards.hpp) the way Redis does.
+TEST(SimRedisDifferential, InfoAsTheSafeguardsReadIt) {
+  Twin t(clock_file("info"));
+  for (const char* section : {"", "server", "replication", "persistence", "cluster"}) {
+    std::vector<std::string> argv = {"INFO"};
+    if (*section != '\0') argv.push_back(section);
+    auto real = redlock::detail::parse_info(t.real(argv).str);
+    auto sim = redlock::detail::parse_info(t.sim(argv).str);
+    EXPECT_EQ(real.role, sim.role) << section;
+    EXPECT_EQ(real.cluster_enabled, sim.cluster_enabled) << section;
+    EXPECT_EQ(real.aof_enabled, sim.aof_enabled) << section;
+    EXPECT_EQ(real.uptime_s.has_value(), sim.uptime_s.has_value()) << section;
+    EXPECT_EQ(real.run_id.size(), sim.run_id.size()) << section;
+    EXPECT_EQ(redlock::detail::info_value(t.real(argv).str, "redis_version"),
+              redlock::detail::info_value(t.sim(argv).str, "redis_version"))
+        << section;
+  }
+  t.same({"ROLE"});
+  t.same({"CONFIG", "GET", "appendfsync"});
 }
 
 // Every command on a key of each other type answers WRONGTYPE alike.

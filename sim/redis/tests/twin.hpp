@@ -118,6 +118,15 @@ class Twin {
     return subscribers_.size() - 1;
   }
 
+  // Runs argv on subscriber `index`'s connection on both; the replies must be equal.
+  Value same_on_subscriber(std::size_t index, const std::vector<std::string>& argv) {
+    auto& s = subscribers_.at(index);
+    Value r = real_command(s.ctx.get(), argv);
+    Value m = node_.execute(argv, now_, s.conn);
+    EXPECT_EQ(r, m) << "command: " << show(argv);
+    return r;
+  }
+
   // The messages each subscriber received since the last call must be the same on both.
   // Returns how many the node delivered.
   std::size_t compare_deliveries() {
@@ -132,7 +141,9 @@ class Twin {
           throw std::runtime_error("subscriber connection failed");
         Value v = from_hiredis(static_cast<redisReply*>(raw));
         freeReplyObject(raw);
+        // ["pong", ""] while subscribed, +PONG once it has no subscription left.
         if (v.kind == Value::Kind::array && !v.items.empty() && v.items[0].str == "pong") break;
+        if (v == Value::status("PONG")) break;
         got_real.push_back(v);
       }
       for (const auto& d : delivered)
