@@ -14,6 +14,7 @@
 #include <cstring>
 #include <functional>
 #include <stdexcept>
+#include <unordered_map>
 #include <utility>
 
 extern "C" {
@@ -40,9 +41,21 @@ constexpr long kMaxHooks = 2000;  // 2e8 instructions
   throw std::logic_error("sim: command not modelled: " + what);
 }
 
+// ASCII only, as Redis compares command names and options (strcasecmp).
 std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (auto& c : s)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
   return s;
+}
+
+// A Lua number as redis.call passes it to the command: "%.17g" (Redis 7.0, script_lua.c). The
+// integers the scripts pass (counts, offsets, times in ms) take a shorter way to the same text.
+std::string number_arg(double d) {
+  if (d == std::floor(d) && std::fabs(d) < 9007199254740992.0 && !(d == 0 && std::signbit(d)))
+    return std::to_string(static_cast<long long>(d));
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", d);
+  return buf;
 }
 
 std::string sha1_hex(const char* data, std::size_t len) {
@@ -165,8 +178,8 @@ struct RedisNode::Impl {
   std::map<std::uint64_t, Conn> conns;
   std::map<std::string, std::set<std::uint64_t>> channels;
   std::vector<Delivery> deliveries;
-  std::map<std::string, std::string> scripts;  // sha -> body; compiled functions in Lua
-  std::map<std::string, Command> table;
+  std::map<std::string, std::string> scripts;      // sha -> body; compiled functions in Lua
+  std::unordered_map<std::string, Command> table;  // looked up only, never listed
   // The Lua state is one per thread, shared by the nodes on it (vm() below): a node is cheap
   // to make, and each script is compiled once per thread however many nodes load it. Nothing
   // of one node's scripts can reach another's: globals are read-only, KEYS and ARGV are set
@@ -1208,9 +1221,7 @@ struct RedisNode::Impl {
     argv.reserve(static_cast<std::size_t>(argc));
     for (int j = 1; j <= argc; ++j) {
       if (lua_type(L, j) == LUA_TNUMBER) {
-        char buf[64];
-        std::snprintf(buf, sizeof buf, "%.17g", static_cast<double>(lua_tonumber(L, j)));
-        argv.emplace_back(buf);
+        argv.push_back(number_arg(static_cast<double>(lua_tonumber(L, j))));
       } else if (lua_type(L, j) == LUA_TSTRING) {
         std::size_t n;
         const char* s = lua_tolstring(L, j, &n);
