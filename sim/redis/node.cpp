@@ -427,8 +427,10 @@ struct RedisNode::Impl {
       if (ms <= 0 || (seconds && ms > LLONG_MAX / 1000))
         return err("ERR invalid expire time in 'set' command");
       if (seconds) ms *= 1000;
-      if (ms > LLONG_MAX - now) return err("ERR invalid expire time in 'set' command");
-      deadline = now + ms;
+      long long when = 0;
+      if (__builtin_add_overflow(now, ms, &when))
+        return err("ERR invalid expire time in 'set' command");
+      deadline = when;
     }
     Value old = Value::nil();
     Entry* e = find(a[1]);
@@ -478,11 +480,12 @@ struct RedisNode::Impl {
     if (a.size() > 3) not_modelled("PEXPIRE with options");
     long long ms;
     if (!parse_ll(a[2], ms)) return err(kNotInteger);
-    if (ms > LLONG_MAX - now) return err("ERR invalid expire time in 'pexpire' command");
+    long long when = 0;
+    if (ms > 0 && __builtin_add_overflow(now, ms, &when))
+      return err("ERR invalid expire time in 'pexpire' command");
     Entry* e = find(a[1]);
     if (e == nullptr) return Value::integer(0);
-    std::int64_t when = now + ms;
-    if (when <= now) {
+    if (ms <= 0) {
       erase(a[1]);  // already expired: deleted at once
       return Value::integer(1);
     }
