@@ -279,6 +279,27 @@ TEST(SimRedisDifferential, InfoAsTheSafeguardsReadIt) {
   t.same({"CONFIG", "GET", "appendfsync"});
 }
 
+// A restart forgets the scripts; with persistence the keys and their deadlines stay, without it
+// nothing does.
+TEST(SimRedisDifferential, Restarts) {
+  for (bool persistent : {true, false}) {
+    Twin t(clock_file(persistent ? "restart_aof" : "restart"),
+           persistent ? std::vector<std::string>{"--appendonly", "yes", "--appendfsync", "always"}
+                      : std::vector<std::string>{});
+    t.same({"SCRIPT", "LOAD", std::string(kAcquire.body)});
+    t.same({"EVALSHA", std::string(kAcquire.sha), "1", "lock", "t.", "5000", "1"});
+    t.same({"SET", "short", "v", "PX", "100"});
+    t.same({"ZADD", std::string("lock\0queue", 10), "1", "a#1@100"});
+    t.restart(persistent);
+    t.compare_keyspaces();
+    t.same({"EVALSHA", std::string(kAcquire.sha), "1", "lock", "u.", "5000", "1"});
+    t.advance(200);
+    t.compare_keyspaces();
+    t.same({"EVAL", std::string(kAcquire.body), "1", "lock", "u.", "5000", "1"});
+    t.compare_keyspaces();
+  }
+}
+
 // Every command on a key of each other type answers WRONGTYPE alike.
 TEST(SimRedisDifferential, WrongTypeEverywhere) {
   Twin t(clock_file("wrongtype"));

@@ -68,10 +68,11 @@ inline std::string show(const std::vector<std::string>& argv) {
 
 class Twin {
  public:
-  explicit Twin(const std::string& clock_file)
+  // `extra`: more redis-server arguments (e.g. persistence).
+  explicit Twin(const std::string& clock_file, std::vector<std::string> extra = {})
       : skew_(clock_file),
-        server_(std::vector<std::string>{"--maxmemory-policy", "noeviction"}, std::string(),
-                skew_.env()),
+        server_(with(std::vector<std::string>{"--maxmemory-policy", "noeviction"}, extra),
+                std::string(), skew_.env()),
         real_(connect_to(server_)),
         node_(NodeOptions{}, 0) {
     skew_.set(std::chrono::milliseconds(0), 0.0);  // the real clock stops
@@ -93,6 +94,17 @@ class Twin {
                     << "\n  sim: " << s.to_string() << "\n sim keys:\n"
                     << node_.dump(now_);
     return r;
+  }
+
+  // Both restart: the real server as a new process (its data kept when it persists), the node
+  // with restart(keep_data). Subscribers are gone.
+  void restart(bool keep_data) {
+    subscribers_.clear();
+    real_.reset();
+    server_.restart();
+    real_ = connect_to(server_);
+    node_.restart(keep_data, now_);
+    settle();
   }
 
   // Both clocks forward by `ms`.
@@ -183,6 +195,12 @@ class Twin {
   }
 
  private:
+  static std::vector<std::string> with(std::vector<std::string> a,
+                                       const std::vector<std::string>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  }
+
   static Value sorted_pairs(Value v) {
     std::vector<std::pair<std::string, std::string>> pairs;
     for (std::size_t i = 0; i + 1 < v.items.size(); i += 2)
