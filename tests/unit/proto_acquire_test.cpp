@@ -484,5 +484,30 @@ TEST(ProtoAcquire, AReleaseNoticeWakesAWaiterForSeveralKeysAtOnce) {
   EXPECT_EQ(only<Send>(out).request->args[0], token(2));
 }
 
+TEST(ProtoAcquire, AWaiterRefusedByAHolderWhoseReleaseWasAnnouncedAsksAgainAtOnce) {
+  Harness h(3);
+  AcquireMachine m(h.context(), one(10'000ms), 5'000ms, at(0ms), 7);
+  Actions out;
+  m.start(at(0ms), out);
+  auto send = only<Send>(out);
+  m.on_reply(send.id, 0, no("holder", 4000ms), at(1ms), out);
+  m.on_reply(send.id, 1, no("holder", 4000ms), at(1ms), out);
+  auto timer = all_of<ArmTimer>(out).back();
+  EXPECT_EQ(timer.at, at(1ms + 242ms));
+  // The holder's release is announced to another client's waiter: ours is not woken by it.
+  out.clear();
+  h.context().notices().on_message(0, "redlock:turn:00000000000000aa", "holder||redlock:res",
+                                   at(100ms), out);
+  EXPECT_TRUE(out.empty());
+  out.clear();
+  m.on_timer(timer.id, timer.at, out);
+  auto again = only<Send>(out);
+  out.clear();
+  // Nodes that have not deleted the key yet still name that holder: it asks again at once.
+  m.on_reply(again.id, 0, no("holder", 3000ms), at(250ms), out);
+  m.on_reply(again.id, 1, no("holder", 3000ms), at(250ms), out);
+  EXPECT_EQ(only<ArmTimer>(out).at, at(250ms));
+}
+
 }  // namespace
 }  // namespace redlock::detail::proto::test
