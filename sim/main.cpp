@@ -3,7 +3,6 @@
 //   redlock_sim --seeds 0..9999 [--jobs 2] [--faults pause,reset] [--control wipe-majority]
 //   redlock_sim --seed 1234 --trace          # replays one seed and prints its trace
 //   redlock_sim --seed 1234 --trace-hash     # the trace's hash (the same seed, the same hash)
-//   redlock_sim ... --interim                # the clients on the interim brain, not lib/proto
 //   redlock_sim ... --shrink                 # a failing seed again with fewer fault kinds
 //   redlock_sim --seed 1234 --only pause,reset --trace   # exactly these kinds (a shrunk run)
 //   redlock_sim --control NAME --expect-caught K --seeds 0..K-1   # a negative control's test
@@ -70,7 +69,6 @@ int main(int argc, char** argv) {
   int jobs = 1;
   RunOptions base;
   std::string faults_arg, control_arg;
-  bool replay_interim = false;
   bool shrink = false;  // a failing seed is run again with fewer fault kinds
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -119,9 +117,6 @@ int main(int argc, char** argv) {
       }
     } else if (a == "--shrink") {
       shrink = true;
-    } else if (a == "--interim") {
-      base.interim = true;
-      replay_interim = true;
     } else if (a == "--trace") {
       trace = true;
     } else if (a == "--trace-hash") {
@@ -136,7 +131,6 @@ int main(int argc, char** argv) {
   std::string replay_extra;
   if (!faults_arg.empty()) replay_extra += (base.only ? " --only " : " --faults ") + faults_arg;
   if (!control_arg.empty()) replay_extra += " --control " + control_arg;
-  if (replay_interim) replay_extra += " --interim";
 
   if (trace || trace_hash) {
     base.seed = from;
@@ -191,7 +185,6 @@ int main(int argc, char** argv) {
             for (const auto& k : kinds) only += (only.empty() ? "" : ",") + k;
             std::string extra =
                 base.control == Control::none ? std::string() : " --control " + control_arg;
-            if (replay_interim) extra += " --interim";
             std::printf("  shrunk: redlock_sim --seed %llu --only %s%s --trace\n",
                         static_cast<unsigned long long>(s), only.empty() ? "none" : only.c_str(),
                         extra.c_str());

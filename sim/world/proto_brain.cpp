@@ -8,7 +8,7 @@
 #include "../../lib/proto/notices.hpp"
 #include "../../lib/proto/single.hpp"
 #include "../../lib/proto/watchdog.hpp"
-#include "interim.hpp"
+#include "brain.hpp"
 
 namespace redlock::sim {
 namespace {

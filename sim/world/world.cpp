@@ -19,8 +19,8 @@
 #include "../../lib/core/quorum.hpp"
 #include "../../lib/core/replies.hpp"
 #include "../../lib/core/safeguards.hpp"
+#include "brain.hpp"
 #include "hiredis_reply.hpp"
-#include "interim.hpp"
 #include "node.hpp"
 #include "scripts.hpp"
 
@@ -466,10 +466,7 @@ void World::draw_scenario() {
       return t;
     };
     auto random = [this] { return rng_.next(); };
-    if (opt_.interim)
-      c.brain = std::make_unique<InterimBrain>(c.config, n, c.turn_channel, token, random);
-    else
-      c.brain = make_proto_brain(c.config, n, c.turn_channel, token, random);
+    c.brain = make_proto_brain(c.config, n, c.turn_channel, token, random);
     (void)idx;
   }
 

@@ -29,8 +29,6 @@ struct RunOptions {
   std::vector<std::string> faults;
   // With `only`: exactly the kinds in `faults` are on (no swarm draw): a shrunk run.
   bool only = false;
-  // The clients run the simulator's interim brain instead of lib/proto's machines.
-  bool interim = false;
 };
 
 struct RunResult {
