@@ -310,7 +310,7 @@ class World {
                 bool reply_wanted);
   void transmit(int c, std::size_t n, std::uint64_t tag);
   void node_receive(int c, std::size_t n, std::uint64_t conn_id, std::uint64_t epoch,
-                    std::uint64_t tag, std::vector<std::string> argv, bool ghost);
+                    std::uint64_t tag, std::vector<std::string> argv, bool ghost, bool load);
   void client_receive(int c, std::size_t n, std::uint64_t epoch, std::uint64_t tag, Value reply);
   void fail(int c, std::size_t n, std::uint64_t tag, Errc why, const std::string& detail);
   void fail_conn(int c, std::size_t n, Errc why);
@@ -898,16 +898,12 @@ void World::transmit(int c, std::size_t n, std::uint64_t tag) {
   auto epoch = conn.epoch;
   bool ghost = rng_.chance(0.5);  // if the connection resets first: did it reach the node?
   at(arrive, [this, c, n, id, epoch, tag, argv = std::move(argv), load, ghost]() mutable {
-    if (load && nodes_[n].up && nodes_[n].open.count(id) != 0) {
-      for (const auto& s : kScripts)
-        nodes_[n].redis->execute({"SCRIPT", "LOAD", std::string(s.body)}, node_ms(n), id);
-    }
-    node_receive(c, n, id, epoch, tag, std::move(argv), ghost);
+    node_receive(c, n, id, epoch, tag, std::move(argv), ghost, load);
   });
 }
 
 void World::node_receive(int c, std::size_t n, std::uint64_t conn_id, std::uint64_t epoch,
-                         std::uint64_t tag, std::vector<std::string> argv, bool ghost) {
+                         std::uint64_t tag, std::vector<std::string> argv, bool ghost, bool load) {
   auto& nd = nodes_[n];
   if (!nd.up) return;
   if (cut(c, n)) return;
@@ -929,6 +925,11 @@ void World::node_receive(int c, std::size_t n, std::uint64_t conn_id, std::uint6
       return;
     }
   }
+  // A new connection loads the scripts before its first command (as lib/net/node.cpp does on
+  // connect), unless the `noscript` fault keeps it from doing so.
+  if (load)
+    for (const auto& sc : kScripts)
+      nd.redis->execute({"SCRIPT", "LOAD", std::string(sc.body)}, node_ms(n), conn_id);
   ++scripts_;
   Value reply;
   try {
