@@ -1249,12 +1249,13 @@ void World::schedule_faults() {
       });
     }
   if (on("clock_jump")) {
-    // Within the allowance: at most 2 ms in all per clock, forward for nodes (a key's life is
-    // shortened), back for clients (a belief is lengthened): the drift allowance (ttl * 1 % +
-    // 2 ms) covers these and the drift rates (at most 0.15 %) together.
+    // Within the allowance: at most one jump of 1 ms per clock that matters, forward for nodes
+    // (a key's life is shortened), back for clients (a belief is lengthened). The drift allowance
+    // (ttl * 1 % + 2 ms, at least 5 ms here) covers them, the drift rates (0.15 % each way, so
+    // 0.3 % of a lease) and the node's whole-millisecond clock (1 ms) together.
     for (std::size_t n = 0; n < nn; ++n)
       if (rng_.chance(0.5)) {
-        Us by = rng_.range(0, 2 * kMs);
+        Us by = rng_.range(0, 1 * kMs);
         at(rng_.range(0, span), [this, n, by] {
           trace("FAULT n" + std::to_string(n) + "'s clock jumps +" + std::to_string(by) + " us");
           nodes_[n].clock.jump(now_, by);
@@ -1262,7 +1263,7 @@ void World::schedule_faults() {
       }
     for (std::size_t c = 0; c < clients_.size(); ++c)
       if (rng_.chance(0.5)) {
-        Us by = rng_.chance(0.5) ? -rng_.range(0, 2 * kMs) : rng_.range(0, 50 * kMs);
+        Us by = rng_.chance(0.5) ? -rng_.range(0, 1 * kMs) : rng_.range(0, 50 * kMs);
         int ci = static_cast<int>(c);
         at(rng_.range(0, span), [this, ci, by] {
           trace("FAULT c" + std::to_string(ci) + "'s clock jumps " + std::to_string(by) + " us");
