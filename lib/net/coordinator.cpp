@@ -96,19 +96,14 @@ FanOut::FanOut(Coordinator& coordinator, Command command, std::size_t items, Cla
 FanOut::~FanOut() { coordinator_.fanout_ended(); }
 
 void FanOut::start(Coordinator& coordinator, Command command, std::size_t items, Classify classify,
-                   Decided decided, bool wait_all, const std::vector<NodeVote>* known,
-                   std::optional<Command> fallback) {
+                   Decided decided, bool wait_all) {
   auto* f =
       new FanOut(coordinator, std::move(command), items, classify, std::move(decided), wait_all);
-  f->fallback_ = std::move(fallback);
   f->started_ = Clock::now();  // t0: before the first request leaves
   // One reading of the loop's clocks for every node's request: they leave together.
   const auto at = Node::SendTime::now(coordinator.loop());
   for (auto& node : coordinator.nodes()) {
-    if (known != nullptr && items == 1 && node->index() < known->size() &&
-        (*known)[node->index()].vote == Vote::yes) {
-      f->record(0, node->index(), (*known)[node->index()]);
-    } else if (auto ec = node->send(f->command_, f, &at)) {
+    if (auto ec = node->send(f->command_, f, &at)) {
       auto v = send_failed_vote(*node, ec);
       for (std::size_t i = 0; i < items; ++i) f->record(i, node->index(), v);
     } else {
@@ -144,28 +139,6 @@ void FanOut::record(std::size_t item, std::size_t node, NodeVote vote) {
 void FanOut::on_node_reply(std::size_t node, const NodeReply& reply) {
   --outstanding_;
   std::size_t items = votes_.size();
-  const bool fell_back = !fell_back_.empty() && fell_back_[node];
-  if (reply.error && fallback_ && !fell_back && reply.detail.rfind("ERR syntax error", 0) == 0) {
-    // The server does not know the command's form: no fan-out uses it again. The command did
-    // not run, so the fallback may go in its place while nothing of ours went behind it that
-    // it could overtake: the clean-up of an attempt follows its verdict, here still open.
-    coordinator_.no_quick_acquire();
-    if (!announced_[0]) {
-      if (fell_back_.empty()) fell_back_.assign(votes_[0].nodes.size(), false);
-      fell_back_[node] = true;
-      auto& target = *coordinator_.nodes()[node];
-      auto ec = target.send(*fallback_, this);
-      if (!ec) {
-        ++outstanding_;
-        return;
-      }
-      auto v = send_failed_vote(target, ec);
-      for (std::size_t i = 0; i < items; ++i) record(i, node, v);
-      maybe_decide();
-      maybe_finish();
-      return;
-    }
-  }
   if (reply.error) {
     NodeVote v;
     v.vote = Vote::failed;
@@ -175,7 +148,7 @@ void FanOut::on_node_reply(std::size_t node, const NodeReply& reply) {
     for (std::size_t i = 0; i < items; ++i) record(i, node, v);
   } else {
     for (auto& s : scratch_) s = NodeVote{};
-    classify_(reply.reply, fell_back ? *fallback_ : command_, scratch_.data(), items);
+    classify_(reply.reply, command_, scratch_.data(), items);
     for (std::size_t i = 0; i < items; ++i) {
       NodeVote v = std::move(scratch_[i]);
       if (v.vote == Vote::pending) {
@@ -496,32 +469,6 @@ std::vector<std::string> Coordinator::keys_of(const std::vector<std::string>& re
   return keys;
 }
 
-void Coordinator::release_everywhere(const std::vector<std::string>& keys, const std::string& token,
-                                     bool announce, const Line* line,
-                                     const std::vector<bool>* spare) {
-  // A real release of no line is the token alone (scripts/release.lua).
-  Command command{&script_release, keys, {token}};
-  if (!announce || line != nullptr) command.args.push_back(announce ? "1" : "0");
-  if (line != nullptr) {
-    command.args.push_back(line->ticket);
-    command.args.push_back(line->place);
-    command.args.push_back(ms_arg(line->keep));
-  }
-  if (spare == nullptr) {
-    FanOut::start(*this, std::move(command), 1, classify_release, nullptr);
-    return;
-  }
-  // A spared node counts as done: FanOut asks only the nodes whose vote is not yet yes.
-  std::vector<NodeVote> done(nodes_.size());
-  for (std::size_t i = 0; i < done.size() && i < spare->size(); ++i)
-    if ((*spare)[i]) done[i].vote = Vote::yes;
-  FanOut::start(*this, std::move(command), 1, classify_release, nullptr, false, &done);
-}
-
-std::string Coordinator::new_ticket(std::uint64_t job_id) const {
-  return turn_channel_ + "#" + std::to_string(job_id) + "@" + ms_arg(turn_length());
-}
-
 Command Coordinator::renew_command(const std::vector<const Lease*>& leases) {
   Command c{&script_renew, {}, {}};
   for (const auto* l : leases) add_renewal(c, l->keys, l->token, l->ttl);
@@ -530,11 +477,6 @@ Command Coordinator::renew_command(const std::vector<const Lease*>& leases) {
 
 void Coordinator::acquire(AcquireRequest request, Milliseconds ttl, Client::AcquireCallback done) {
   (new AcquireJob(*this, request, ttl, std::move(done)))->begin();
-}
-
-void Coordinator::leave_line(const std::string& key, const std::string& ticket) {
-  Line line{ticket, "", Milliseconds(0)};
-  release_everywhere({key}, "-", /*announce=*/false, &line);
 }
 
 void Coordinator::cancel(std::uint64_t job_id) {
