@@ -509,5 +509,42 @@ TEST(ProtoAcquire, AWaiterRefusedByAHolderWhoseReleaseWasAnnouncedAsksAgainAtOnc
   EXPECT_EQ(only<ArmTimer>(out).at, at(250ms));
 }
 
+TEST(ProtoAcquire, ACancelBetweenTwoFillInRoundsCleansUpAtOnce) {
+  Harness h(3);
+  AcquireMachine m(h.context(), one(0ms), 10'000ms, at(0ms), 0);
+  Actions out;
+  m.start(at(0ms), out);
+  auto send = only<Send>(out);
+  out.clear();
+  m.on_reply(send.id, 0, yes(), at(1ms), out);
+  m.on_reply(send.id, 1, no("zz-other-1"), at(1ms), out);
+  m.on_reply(send.id, 2, no("zz-other-2"), at(1ms), out);
+  for (int round = 1; round <= 3; ++round) {
+    auto fill = only<Send>(out);
+    out.clear();
+    m.on_reply(fill.id, 1, no("zz-other-1"), at(2ms), out);
+    m.on_reply(fill.id, 2, no("zz-other-2"), at(2ms), out);
+  }
+  ASSERT_TRUE(has<ArmTimer>(out)) << "the fourth round waits a millisecond";
+  EXPECT_FALSE(has<Send>(out));
+  out.clear();
+  m.cancel(Errc::cancelled, at(2ms), out);
+  EXPECT_TRUE(has<CancelTimer>(out));
+  auto cleanup = only<Send>(out);
+  EXPECT_EQ(cleanup.nodes, nodes({0, 1, 2})) << "the kept key is deleted with the rest";
+  EXPECT_EQ(cleanup.request->args, (std::vector<std::string>{token(1), "0"}));
+  EXPECT_EQ(only<DeliverAcquire>(out).result.error, Errc::cancelled);
+  EXPECT_TRUE(m.done());
+}
+
+TEST(ProtoContext, TicketsAndTurnChannelsAsTheScriptsReadThem) {
+  Harness h(3);
+  h.config.request_timeout = 50ms;
+  EXPECT_EQ(h.context().turn_length(), 100ms) << "at least 100 ms";
+  EXPECT_EQ(h.context().new_ticket(12), "redlock:turn:00000000000000aa#12@100");
+  EXPECT_EQ(turn_channel_name("p:", 0xabcdef), "p:turn:0000000000abcdef");
+  EXPECT_EQ(h.context().keys_of({"a", "b"}), (std::vector<std::string>{"redlock:a", "redlock:b"}));
+}
+
 }  // namespace
 }  // namespace redlock::detail::proto::test
