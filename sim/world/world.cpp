@@ -98,6 +98,17 @@ struct SimClock {
     while (t > now && local_at(t - 1, off) >= l) --t;
     return std::max(t, now);
   }
+  // The first true time at which the clock read `l` or more.
+  Us first_reading(Us l) const {
+    for (std::size_t i = 0; i < segs.size(); ++i) {
+      Us a = segs[i].from;
+      if (local_at(a, segs[i].offset) >= l) return a;
+      auto t = static_cast<Us>(std::ceil(static_cast<double>(l - segs[i].offset) / rate));
+      while (local_at(t, segs[i].offset) < l) ++t;
+      if (i + 1 == segs.size() || t < segs[i + 1].from) return t;
+    }
+    return segs.back().from;
+  }
   // The end (exclusive) of the true times in [start, cap] at which the clock read less than `l`:
   // the last instant a holder whose deadline is `l` could believe it held. Counts every stretch
   // (a jump back makes the belief come back).
@@ -587,9 +598,10 @@ void World::apply(int c, Actions& out) {
       if (!cl.has_op || cl.op.lease != l->lease) continue;
       // Checker 3: the lost-lock signal comes no later than the believed deadline (unless the
       // client was stalled across it: then it comes as soon as it runs again).
+      // Judged in true time: a clock that jumps forward past the deadline reads past it at once.
       Us deadline = us(cl.op.lock.valid_until);
-      Us dl_true = cl.clock.when(deadline, 0);
-      if (local(cl) > deadline && !(cl.last_pause_end >= dl_true))
+      Us dl_true = cl.clock.first_reading(deadline);
+      if (now_ > dl_true && !(cl.last_pause_end >= dl_true))
         violation("checker 3: c" + std::to_string(c) + " heard of its lost lock at local " +
                   fmt_t(local(cl)) + ", after its believed deadline " + fmt_t(deadline));
       trace("c" + std::to_string(c) + " LOST its lock");
