@@ -35,7 +35,7 @@ constexpr std::int64_t kEpochMs = 1'767'225'600'000;
 // The longest a turn may hold a free key for a waiter that does not come (checker 4): the
 // protocol must cap a turn at this, whatever the waiter's ticket asks for, and end it once its
 // listener is gone. (The scripts of this version do neither: docs/simulation.md, defect 1.)
-constexpr std::int64_t kTurnCap = 1000 * 1000;
+constexpr std::int64_t kTurnCap = 2000 * 1000;
 
 const std::vector<std::string> kFaultKinds = {
     "crash_keep",  // node crash, restart with its data (persistence)
@@ -450,8 +450,8 @@ void World::draw_scenario() {
     c.config.request_timeout = Milliseconds(200);
     if (on("long_turn") && rng_.chance(0.5)) {
       // A turn lasts as long as the waiter's ticket says: max(100 ms, its request timeout).
-      c.config.request_timeout = Milliseconds(rng_.range(3000, 5000));
-      c.config.ttl = Milliseconds(6000);
+      c.config.request_timeout = Milliseconds(rng_.range(4000, 8000));
+      c.config.ttl = Milliseconds(10000);
       max_ttl_ = std::max(max_ttl_, c.config.ttl);
     }
     if (guard_) c.config.restart_guard = max_ttl_;
@@ -488,10 +488,9 @@ void World::draw_scenario() {
   active_end_ = rng_.range(2 * kSec, 4 * kSec);
   max_wait_ = Milliseconds(on("long_turn") ? 8000 : 2000);
   // Checker 4's bound: from a key gone from every node to a live waiter's grant. A turn that
-  // nobody takes ends within the turn cap (1 s, as long as the longest turn a default client
-  // asks for, with margin); then the next in line is told, asks within a request timeout and is
-  // answered within another; a waiter whose notice was lost asks again within its retry delay
-  // and jitter (at most 300 ms here).
+  // nobody takes ends within the turn cap (2 s); then the next in line is told, asks within a
+  // request timeout and is answered within another; a waiter whose notice was lost asks again
+  // within its retry delay and jitter (at most 300 ms here).
   bound_free_ = kTurnCap + 300 * kMs + 2 * 200 * kMs + 200 * kMs;
   // The quiet end: the last ops end (a wait, a hold of up to 3 leases), then every auxiliary key
   // must be gone within the line's keep (the rest of the wait and a lease) and a turn.
