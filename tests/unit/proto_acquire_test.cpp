@@ -650,6 +650,7 @@ TEST(ProtoAcquire, AWaiterForSeveralKeysGrantedWhileALateNodeRefusesLeavesItsSig
   EXPECT_FALSE(m.done()) << "it awaits the late vote";
   out.clear();
   m.on_reply(send.id, 2, no("holder"), at(2ms), out);
+  ASSERT_EQ(all_of<Send>(out).size(), 1u) << "it leaves its sign-ups";
   auto leave = only<Send>(out);
   EXPECT_EQ(leave.request->script, ScriptId::release);
   EXPECT_EQ(leave.request->keys, (std::vector<std::string>{"redlock:a", "redlock:b"}));
@@ -683,6 +684,7 @@ TEST(ProtoAcquire, ACancelledWaiterForSeveralKeysLeavesItsSignUps) {
   out.clear();
   m.cancel(Errc::cancelled, at(50ms), out);
   EXPECT_EQ(only<DeliverAcquire>(out).result.error, Errc::cancelled);
+  ASSERT_EQ(all_of<Send>(out).size(), 1u) << "it leaves its sign-ups";
   auto leave = only<Send>(out);
   EXPECT_EQ(leave.request->keys, (std::vector<std::string>{"redlock:a", "redlock:b"}));
   EXPECT_EQ(leave.request->args, (std::vector<std::string>{"-", "0", m.ticket(), "", "0"}));
