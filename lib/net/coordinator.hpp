@@ -15,6 +15,7 @@
 
 #include "../core/quorum.hpp"
 #include "../core/safeguards.hpp"
+#include "../proto/acquire.hpp"
 #include "lease.hpp"
 #include "node.hpp"
 #include "redlock/client.hpp"
@@ -38,17 +39,10 @@ class FanOut final : public ReplySink {
   using Decided = std::function<void(FanOut&, std::size_t item)>;
 
   // Sends at once; `decided` runs exactly once per item, possibly before start() returns.
-  // `known` (one item only): nodes whose vote is already yes (a split winner's kept keys) are
-  // counted as such and not asked again; the others are asked.
+  // (The acquire job's rounds are proto::FanOutTally's, sent by Coordinator::ProtoSend.)
   static void start(Coordinator& coordinator, Command command, std::size_t items, Classify classify,
-                    Decided decided, bool wait_all = false,
-                    const std::vector<NodeVote>* known = nullptr,
-                    std::optional<Command> fallback = std::nullopt);
+                    Decided decided, bool wait_all = false);
 
-  // `fallback`: what to send, once, a node that refuses `command` as a syntax error (a server too
-  // old for it) while the verdict is still open; the Coordinator then stops using `command`'s
-  // form, whether the error came before the verdict or after.
-  //
   // From a `decided` callback: runs `settled` once every node has answered (or failed), with
   // every vote in, just before the fan-out ends. The caller must outlive the fan-out.
   void when_settled(std::function<void(FanOut&)> settled) { settled_ = std::move(settled); }
@@ -73,8 +67,6 @@ class FanOut final : public ReplySink {
 
   Coordinator& coordinator_;
   Command command_;
-  std::optional<Command> fallback_;
-  std::vector<bool> fell_back_;  // per node: sent `fallback_` (at most once); empty: none was
   Classify classify_;
   Decided decided_;
   std::function<void(FanOut&)> settled_;
@@ -117,14 +109,6 @@ class Coordinator {
   void status(Client::StatusCallback done);
   // Ends the wait of the acquire registered under `job_id`, if it still waits.
   void cancel(std::uint64_t job_id);
-  // The waiter registered under `job_id`, if it is still running.
-  Waiter* waiter(std::uint64_t job_id) const;
-  // Takes `ticket` out of `key`'s line on every node (a waiter that is gone).
-  void leave_line(const std::string& key, const std::string& ticket);
-  // Takes the sign-ups of the waiter for several `keys` with `ticket` out on every node.
-  void leave_sign_ups(const std::vector<std::string>& keys, const std::string& ticket);
-  // The one of the two that fits a waiter for `keys`.
-  void leave_waiting(const std::vector<std::string>& keys, const std::string& ticket);
 
   std::vector<std::unique_ptr<Node>>& nodes() noexcept { return nodes_; }
   const Config& config() const noexcept { return config_; }
@@ -135,29 +119,6 @@ class Coordinator {
     return addresses_;
   }
   std::vector<std::string> keys_of(const std::vector<std::string>& resources) const;
-  // Sends compare-and-delete for `token` to every node; nobody waits for the answer. With
-  // `announce`, each deletion is published on the key's release channel (a real release).
-  // With a `line`, a waiter's place in the key's queue is kept (a place) or given up ('').
-  // With `spare`, the nodes marked true are left out (they hold nothing of the token).
-  struct Line {
-    std::string ticket;
-    std::string place;  // '' to leave the line
-    Milliseconds keep{0};
-  };
-  void release_everywhere(const std::vector<std::string>& keys, const std::string& token,
-                          bool announce, const Line* line = nullptr,
-                          const std::vector<bool>* spare = nullptr);
-  // False once a node refused the quick acquire (SET with NX and GET: Redis 7.0 or newer).
-  bool quick_acquire() const noexcept { return quick_acquire_; }
-  void no_quick_acquire() noexcept { quick_acquire_ = false; }
-  // How long a waiter whose turn it is has to come and take a free key (scripts/acquire.lua:
-  // the nodes give it at most their MAX_TURN, 2 s).
-  Milliseconds turn_length() const noexcept {
-    return std::max(Milliseconds(100), config_.request_timeout);
-  }
-  // A waiter's name in the nodes' queues, "<turn channel>#<job>@<turn_length in ms>": the
-  // scripts tell its client on that channel when it is the waiter's turn, and give it as long.
-  std::string new_ticket(std::uint64_t job_id) const;
   // This client's channel for turns ({prefix}turn:<random>), subscribed with the first waiter.
   const std::string& turn_channel() const noexcept { return turn_channel_; }
   // The renew script for locks (keys lock after lock), as one command.
@@ -167,9 +128,20 @@ class Coordinator {
                         const std::vector<std::string>& resources, Clock::time_point started) const;
 
   class AcquireJob;
+  class ProtoSend;
+  // The protocol core's shared state (turns, notices, ids, the quick acquire's fate).
+  proto::Context& proto() noexcept { return *proto_; }
+  // Carries out what the machines asked for, in order.
+  void run(proto::Actions& actions);
 
  private:
   friend class AcquireJob;
+  friend class ProtoSend;
+  // A node's votes for request `id` of acquire job `job` (gone: dropped).
+  void deliver_reply(std::uint64_t job, proto::RequestId id, std::size_t node,
+                     std::vector<NodeVote> votes);
+  // Frees the jobs in reap_ whose machines need nothing more.
+  void reap();
   friend class FanOut;
   void fanout_ended();
   void close_nodes();
@@ -186,11 +158,13 @@ class Coordinator {
   std::uint64_t next_job_id_ = 1;
   std::string turn_channel_;  // random: this client's waiters are told apart from others'
   bool shutting_down_ = false;
-  bool quick_acquire_ = true;
   std::size_t live_fanouts_ = 0;
   bool nodes_closed_ = false;
   uv_timer_t drain_timer_{};
   std::function<void(std::function<void()>)> post_to_loop_;
+  std::unique_ptr<proto::Context> proto_;
+  std::vector<std::uint64_t> reap_;  // jobs that may be done
+  int running_ = 0;                  // depth of run()
 };
 
 // Runs a user callback on the loop thread; an escaping exception is reported, not propagated.

@@ -36,7 +36,7 @@ local lined = ARGV[7] ~= nil and ticket ~= ''
 -- does not come (a stopped process). docs/guide-waiting.md.
 local MAX_TURN = 2000
 -- How long a sign-up lasts past the waiter's latest refused attempt: a crashed waiter's is gone
--- by then. Its client asks again well before (lib/net/coordinator.cpp, kSignUpLife).
+-- by then. Its client asks again well before (lib/core/keys.hpp, kSignUpRefresh).
 local SIGN_UP = 10000
 
 local function aux(key, kind)

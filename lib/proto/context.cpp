@@ -1,0 +1,50 @@
+#include "context.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "../core/keys.hpp"
+#include "notices.hpp"
+
+namespace redlock::detail::proto {
+
+Context::Context(const Config& config, std::size_t nodes, std::string turn_channel,
+                 TokenSource tokens, Random random,
+                 std::shared_ptr<const std::vector<std::string>> addresses)
+    : config_(config),
+      nodes_(nodes),
+      turn_channel_(std::move(turn_channel)),
+      tokens_(std::move(tokens)),
+      random_(std::move(random)),
+      addresses_(std::move(addresses)),
+      notices_(std::make_unique<Notices>(*this)) {}
+
+Context::~Context() = default;
+
+Milliseconds Context::turn_length() const noexcept {
+  return std::max(Milliseconds(100), config_.request_timeout);
+}
+
+std::string Context::new_ticket(std::uint64_t job) const {
+  return turn_channel_ + "#" + std::to_string(job) + "@" + std::to_string(turn_length().count());
+}
+
+std::vector<std::string> Context::keys_of(const std::vector<std::string>& resources) const {
+  std::vector<std::string> keys;
+  keys.reserve(resources.size());
+  for (const auto& r : resources) keys.push_back(lock_key(config_.key_prefix, r));
+  return keys;
+}
+
+Waiter* Context::job(std::uint64_t id) const {
+  auto it = jobs_.find(id);
+  return it == jobs_.end() ? nullptr : it->second;
+}
+
+std::string turn_channel_name(const std::string& key_prefix, std::uint64_t random) {
+  char digits[17];
+  std::snprintf(digits, sizeof digits, "%016llx", static_cast<unsigned long long>(random));
+  return key_prefix + "turn:" + digits;
+}
+
+}  // namespace redlock::detail::proto

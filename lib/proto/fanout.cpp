@@ -1,0 +1,88 @@
+#include "fanout.hpp"
+
+namespace redlock::detail::proto {
+
+FanOutTally::FanOutTally(std::size_t nodes, std::size_t items, Clock::time_point started,
+                         bool wait_all, const std::vector<NodeVote>* known)
+    : started_(started), wait_all_(wait_all) {
+  tallies_.assign(items, Tally{nodes, 0, 0, 0});
+  votes_.assign(items, std::vector<NodeVote>(nodes));
+  verdicts_.assign(items, Verdict::pending);
+  heard_.assign(nodes, false);
+  for (std::size_t node = 0; node < nodes; ++node) {
+    if (known != nullptr && items == 1 && node < known->size() &&
+        (*known)[node].vote == Vote::yes) {
+      heard_[node] = true;
+      count(0, node, (*known)[node]);
+    } else {
+      asked_.push_back(node);
+    }
+  }
+  outstanding_ = asked_.size();
+}
+
+void FanOutTally::count(std::size_t item, std::size_t node, NodeVote vote) {
+  auto& slot = votes_[item][node];
+  if (slot.vote != Vote::pending) return;
+  if (vote.vote == Vote::pending) {
+    vote.vote = Vote::failed;
+    vote.error = make_error_code(Errc::protocol_error);
+    vote.detail = "unexpected reply";
+  }
+  auto& t = tallies_[item];
+  switch (vote.vote) {
+    case Vote::yes:
+      ++t.yes;
+      break;
+    case Vote::no:
+      ++t.no;
+      break;
+    default:
+      ++t.failed;
+      break;
+  }
+  slot = std::move(vote);
+}
+
+std::vector<std::size_t> FanOutTally::record(std::size_t node, std::vector<NodeVote> votes) {
+  if (node >= heard_.size() || heard_[node]) return {};
+  heard_[node] = true;
+  --outstanding_;
+  for (std::size_t i = 0; i < tallies_.size(); ++i) {
+    NodeVote v;
+    if (i < votes.size()) v = std::move(votes[i]);
+    count(i, node, std::move(v));  // a missing vote counts as a protocol error
+  }
+  return decide();
+}
+
+std::vector<std::size_t> FanOutTally::decide_now() { return decide(); }
+
+std::vector<std::size_t> FanOutTally::decide() {
+  std::vector<std::size_t> decided;
+  for (std::size_t i = 0; i < tallies_.size(); ++i) {
+    if (verdicts_[i] != Verdict::pending) continue;
+    Verdict v =
+        wait_all_ ? (outstanding_ == 0 ? Verdict::won : Verdict::pending) : tallies_[i].verdict();
+    if (v == Verdict::pending) continue;
+    verdicts_[i] = v;
+    decided.push_back(i);
+  }
+  return decided;
+}
+
+Votes FanOutTally::public_votes(std::size_t item,
+                                std::shared_ptr<const std::vector<std::string>> addresses) const {
+  return make_votes(votes_[item], std::move(addresses));
+}
+
+Votes make_votes(std::vector<NodeVote> nodes,
+                 std::shared_ptr<const std::vector<std::string>> addresses) {
+  Votes v;
+  v.quorum = quorum_size(nodes.size());
+  v.nodes = std::move(nodes);
+  v.addresses = std::move(addresses);
+  return v;
+}
+
+}  // namespace redlock::detail::proto

@@ -1,0 +1,63 @@
+// The tally of one fan-out (what lib/net's FanOut decides, without its I/O): one request to every
+// node, carrying `items` independent questions (one lock, or a batch of renewals). Each item is
+// decided at its quorum (Tally::verdict), or with wait_all once every node answered; the fan-out
+// is settled once every node answered (or failed). Pure.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../core/quorum.hpp"
+#include "actions.hpp"
+
+namespace redlock::detail::proto {
+
+class FanOutTally {
+ public:
+  // `known` (one item only): nodes whose vote is already yes (a split winner's kept keys, or the
+  // nodes a clean-up spares) count as such and are not asked: asked() lists the others.
+  FanOutTally(std::size_t nodes, std::size_t items, Clock::time_point started,
+              bool wait_all = false, const std::vector<NodeVote>* known = nullptr);
+
+  // The nodes the request goes to.
+  const std::vector<std::size_t>& asked() const noexcept { return asked_; }
+  // Records node `node`'s votes (one per item; a pending vote counts as a protocol error; a node
+  // already heard from is ignored). Returns the items newly decided by it, in order.
+  std::vector<std::size_t> record(std::size_t node, std::vector<NodeVote> votes);
+  // The decisions of a fan-out whose every node was known: call once after construction.
+  std::vector<std::size_t> decide_now();
+
+  bool settled() const noexcept { return outstanding_ == 0; }
+  bool answered(std::size_t node) const noexcept { return heard_[node]; }
+  bool decided(std::size_t item = 0) const noexcept { return verdicts_[item] != Verdict::pending; }
+  const Tally& tally(std::size_t item = 0) const noexcept { return tallies_[item]; }
+  const std::vector<NodeVote>& votes(std::size_t item = 0) const noexcept { return votes_[item]; }
+  Verdict verdict(std::size_t item = 0) const noexcept { return verdicts_[item]; }
+  Clock::time_point started() const noexcept { return started_; }
+  std::size_t nodes() const noexcept { return heard_.size(); }
+  std::size_t items() const noexcept { return tallies_.size(); }
+  // Votes of item `item` as the public API reports them (addresses filled in by the driver).
+  Votes public_votes(std::size_t item = 0,
+                     std::shared_ptr<const std::vector<std::string>> addresses = nullptr) const;
+
+ private:
+  void count(std::size_t item, std::size_t node, NodeVote vote);
+  std::vector<std::size_t> decide();
+
+  Clock::time_point started_;
+  bool wait_all_;
+  std::vector<Tally> tallies_;
+  std::vector<std::vector<NodeVote>> votes_;
+  std::vector<Verdict> verdicts_;
+  std::vector<bool> heard_;
+  std::vector<std::size_t> asked_;
+  std::size_t outstanding_ = 0;
+};
+
+// The Votes of a public result from per-node votes.
+Votes make_votes(std::vector<NodeVote> nodes,
+                 std::shared_ptr<const std::vector<std::string>> addresses = nullptr);
+
+}  // namespace redlock::detail::proto

@@ -1,0 +1,193 @@
+#include "scripts.hpp"
+
+#include "../core/replies.hpp"
+#include "redlock_scripts.hpp"  // generated (cmake/EmbedScripts.cmake)
+
+namespace redlock::detail::proto {
+
+std::string_view script_body(ScriptId script) noexcept {
+  switch (script) {
+    case ScriptId::acquire:
+      return lua::acquire_body;
+    case ScriptId::renew:
+      return lua::renew_body;
+    case ScriptId::release:
+      return lua::release_body;
+    case ScriptId::fence:
+      return lua::fence_body;
+    case ScriptId::none:
+      break;
+  }
+  return {};
+}
+
+std::string_view script_sha(ScriptId script) noexcept {
+  switch (script) {
+    case ScriptId::acquire:
+      return lua::acquire_sha;
+    case ScriptId::renew:
+      return lua::renew_sha;
+    case ScriptId::release:
+      return lua::release_sha;
+    case ScriptId::fence:
+      return lua::fence_sha;
+    case ScriptId::none:
+      break;
+  }
+  return {};
+}
+
+std::string_view script_name(ScriptId script) noexcept {
+  switch (script) {
+    case ScriptId::acquire:
+      return "acquire";
+    case ScriptId::renew:
+      return "renew";
+    case ScriptId::release:
+      return "release";
+    case ScriptId::fence:
+      return "fence";
+    case ScriptId::none:
+      break;
+  }
+  return {};
+}
+
+bool script_order_free(ScriptId script) noexcept {
+  return script == ScriptId::renew || script == ScriptId::release || script == ScriptId::fence;
+}
+
+std::string ms_arg(Milliseconds d) { return std::to_string(d.count()); }
+
+Request acquire_request(const std::vector<std::string>& keys, const std::string& token,
+                        Milliseconds ttl, bool fencing, const std::string& ticket,
+                        const std::string& place, Milliseconds keep, Milliseconds turn_length) {
+  Request r;
+  r.script = ScriptId::acquire;
+  r.decoder = Decoder::acquire;
+  r.keys = keys;
+  r.args = {token, ms_arg(ttl), fencing ? "1" : "0"};
+  // Every acquire of one key through the script keeps to the line; only a waiter takes a place.
+  r.args.push_back(ticket);
+  r.args.push_back(ticket.empty() ? "0" : place);
+  r.args.push_back(ms_arg(keep));
+  r.args.push_back(ms_arg(turn_length));
+  return r;
+}
+
+Request quick_acquire_request(const std::string& key, const std::string& token, Milliseconds ttl) {
+  Request r;
+  r.decoder = Decoder::quick_acquire;
+  r.args = {"SET", key, token, "NX", "PX", ms_arg(ttl), "GET"};
+  return r;
+}
+
+bool is_syntax_error(const NodeVote& vote) {
+  return vote.vote == Vote::failed && vote.detail.rfind("ERR syntax error", 0) == 0;
+}
+
+Request release_request(const std::vector<std::string>& keys, const std::string& token,
+                        bool announce, const Line* line) {
+  Request r;
+  r.script = ScriptId::release;
+  r.decoder = Decoder::release;
+  r.keys = keys;
+  // A real release of no line is the token alone (scripts/release.lua).
+  r.args = {token};
+  if (!announce || line != nullptr) r.args.push_back(announce ? "1" : "0");
+  if (line != nullptr) {
+    r.args.push_back(line->ticket);
+    r.args.push_back(line->place);
+    r.args.push_back(ms_arg(line->keep));
+  }
+  return r;
+}
+
+Request leave_line_request(const std::string& key, const std::string& ticket) {
+  Line line{ticket, "", Milliseconds(0)};
+  return release_request({key}, "-", /*announce=*/false, &line);
+}
+
+Request leave_sign_ups_request(const std::vector<std::string>& keys, const std::string& ticket) {
+  Line line{ticket, "", Milliseconds(0)};
+  return release_request(keys, "-", /*announce=*/false, &line);
+}
+
+Request leave_waiting_request(const std::vector<std::string>& keys, const std::string& ticket) {
+  return keys.size() == 1 ? leave_line_request(keys[0], ticket)
+                          : leave_sign_ups_request(keys, ticket);
+}
+
+Request renew_request(const std::vector<Renewal>& locks) {
+  Request r;
+  r.script = ScriptId::renew;
+  r.decoder = Decoder::renew;
+  r.items = locks.size();
+  for (const auto& l : locks) {
+    r.keys.insert(r.keys.end(), l.keys->begin(), l.keys->end());
+    r.args.push_back(*l.token);
+    r.args.push_back(ms_arg(l.ttl));
+    r.args.push_back(std::to_string(l.keys->size()));
+  }
+  return r;
+}
+
+Request fence_request(const std::vector<std::string>& keys, const std::string& token,
+                      std::uint64_t fencing_token) {
+  Request r;
+  r.script = ScriptId::fence;
+  r.decoder = Decoder::fence;
+  r.keys = keys;
+  r.args = {token, std::to_string(fencing_token)};
+  return r;
+}
+
+Request status_request() {
+  Request r;
+  r.decoder = Decoder::text;
+  r.args = {"INFO", "server"};
+  return r;
+}
+
+std::vector<NodeVote> decode_reply(const Request& request, const redisReply* reply) {
+  std::vector<NodeVote> votes(request.items);
+  if (!votes.empty()) {
+    switch (request.decoder) {
+      case Decoder::acquire:
+        acquire_vote(reply, votes[0]);
+        break;
+      case Decoder::quick_acquire:
+        quick_acquire_vote(reply, votes[0]);
+        break;
+      case Decoder::fence:
+        fence_vote(reply, votes[0]);
+        break;
+      case Decoder::release:
+        release_vote(reply, request.keys.size(), votes[0]);
+        break;
+      case Decoder::renew:
+        renew_votes(reply, votes.data(), votes.size());
+        break;
+      case Decoder::text:
+        text_vote(reply, votes[0]);
+        break;
+    }
+  }
+  for (auto& v : votes) {
+    if (v.vote != Vote::pending) continue;
+    v.vote = Vote::failed;
+    v.error = make_error_code(Errc::protocol_error);
+    v.detail = "unexpected reply";
+  }
+  return votes;
+}
+
+std::vector<NodeVote> failed_votes(std::size_t items, std::error_code error, std::string detail) {
+  NodeVote v;
+  v.vote = Vote::failed;
+  v.error = error;
+  v.detail = std::move(detail);
+  return std::vector<NodeVote>(items, v);
+}
+
+}  // namespace redlock::detail::proto

@@ -1,0 +1,86 @@
+#include "single.hpp"
+
+#include "scripts.hpp"
+
+namespace redlock::detail::proto {
+
+ExtendResult extend_result(const FanOutTally& f, Clock::time_point previous, Milliseconds ttl,
+                           double drift_factor, Clock::time_point now) {
+  ExtendResult r;
+  r.votes = f.public_votes();
+  r.valid_until = previous;
+  if (f.verdict() == Verdict::won) {
+    auto fresh = granted_deadline(f.started(), now, ttl, drift_factor);
+    if (fresh)
+      r.valid_until = extended_deadline(previous, fresh);
+    else
+      r.error = make_error_code(Errc::validity_expired);
+  } else {
+    r.error = make_error_code(f.tally().loss_reason(Errc::not_held));
+  }
+  return r;
+}
+
+ReleaseResult release_result(const FanOutTally& f) {
+  ReleaseResult r;
+  r.votes = f.public_votes();
+  r.released = f.tally().yes;
+  if (f.verdict() != Verdict::won) r.error = make_error_code(f.tally().loss_reason(Errc::not_held));
+  return r;
+}
+
+namespace {
+
+Send send_to_all(Request request, const FanOutTally& tally, RequestId id) {
+  Send s;
+  s.id = id;
+  s.request = std::make_shared<const Request>(std::move(request));
+  s.nodes = tally.asked();
+  return s;
+}
+
+}  // namespace
+
+ExtendMachine::ExtendMachine(Context& context, std::uint64_t op, Lock lock, Milliseconds ttl)
+    : ctx_(context), op_(op), lock_(std::move(lock)), ttl_(ttl) {}
+
+void ExtendMachine::start(Clock::time_point now, Actions& out) {
+  if (tally_) return;
+  auto keys = ctx_.keys_of(lock_.resources);
+  tally_.emplace(ctx_.nodes(), 1, now);
+  id_ = ctx_.next_request();
+  out.push_back(send_to_all(renew_request({Renewal{&keys, &lock_.token, ttl_}}), *tally_, id_));
+}
+
+void ExtendMachine::on_reply(RequestId request, std::size_t node, std::vector<NodeVote> votes,
+                             Clock::time_point now, Actions& out) {
+  if (request != id_ || !tally_ || finished_) return;
+  if (tally_->record(node, std::move(votes)).empty()) return;
+  finished_ = true;
+  auto r = extend_result(*tally_, lock_.valid_until, ttl_, ctx_.config().drift_factor, now);
+  r.votes.addresses = ctx_.addresses();
+  out.push_back(DeliverExtend{op_, std::move(r)});
+}
+
+ReleaseMachine::ReleaseMachine(Context& context, std::uint64_t op, Lock lock)
+    : ctx_(context), op_(op), lock_(std::move(lock)) {}
+
+void ReleaseMachine::start(Clock::time_point now, Actions& out) {
+  if (tally_) return;
+  tally_.emplace(ctx_.nodes(), 1, now);
+  id_ = ctx_.next_request();
+  out.push_back(
+      send_to_all(release_request(ctx_.keys_of(lock_.resources), lock_.token), *tally_, id_));
+}
+
+void ReleaseMachine::on_reply(RequestId request, std::size_t node, std::vector<NodeVote> votes,
+                              Clock::time_point, Actions& out) {
+  if (request != id_ || !tally_ || finished_) return;
+  if (tally_->record(node, std::move(votes)).empty()) return;
+  finished_ = true;
+  auto r = release_result(*tally_);
+  r.votes.addresses = ctx_.addresses();
+  out.push_back(DeliverRelease{op_, std::move(r)});
+}
+
+}  // namespace redlock::detail::proto

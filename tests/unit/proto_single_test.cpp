@@ -1,0 +1,233 @@
+// The fan-out tally, extend and release, and the script contracts.
+#include <gtest/gtest.h>
+
+#include "proto/fanout.hpp"
+#include "proto/scripts.hpp"
+#include "proto/single.hpp"
+#include "proto_harness.hpp"
+
+namespace redlock::detail::proto::test {
+namespace {
+
+constexpr auto kDrift = 102ms;  // of a 10 s lease with drift factor 0.01
+
+TEST(ProtoFanOut, DecidedAtTheQuorumSettledWhenEveryNodeAnswered) {
+  FanOutTally f(5, 1, at(0ms));
+  EXPECT_EQ(f.asked(), nodes({0, 1, 2, 3, 4}));
+  EXPECT_TRUE(f.record(0, yes()).empty());
+  EXPECT_TRUE(f.record(1, yes()).empty());
+  EXPECT_TRUE(f.record(1, no()).empty()) << "a node is heard once";
+  EXPECT_EQ(f.tally().yes, 2u);
+  EXPECT_EQ(f.record(4, yes()), std::vector<std::size_t>{0});
+  EXPECT_EQ(f.verdict(), Verdict::won);
+  EXPECT_FALSE(f.settled());
+  EXPECT_TRUE(f.record(2, no()).empty()) << "decided once";
+  f.record(3, failed());
+  EXPECT_TRUE(f.settled());
+  EXPECT_EQ(f.votes()[3].error, Errc::request_timeout);
+}
+
+TEST(ProtoFanOut, LostAsSoonAsTheQuorumIsOutOfReach) {
+  FanOutTally f(5, 1, at(0ms));
+  f.record(0, no());
+  f.record(1, failed());
+  EXPECT_EQ(f.verdict(), Verdict::pending);
+  EXPECT_EQ(f.record(2, no()), std::vector<std::size_t>{0});
+  EXPECT_EQ(f.verdict(), Verdict::lost);
+  EXPECT_EQ(f.tally().loss_reason(Errc::not_held), Errc::not_held);
+}
+
+TEST(ProtoFanOut, AMissingOrPendingVoteIsAProtocolError) {
+  FanOutTally f(3, 2, at(0ms));
+  f.record(0, {NodeVote{}});
+  EXPECT_EQ(f.votes(0)[0].error, Errc::protocol_error);
+  EXPECT_EQ(f.votes(1)[0].error, Errc::protocol_error);
+}
+
+TEST(ProtoFanOut, KnownVotesAreNotAskedAgain) {
+  std::vector<NodeVote> known(3);
+  known[1].vote = Vote::yes;
+  FanOutTally f(3, 1, at(0ms), false, &known);
+  EXPECT_EQ(f.asked(), nodes({0, 2}));
+  EXPECT_EQ(f.tally().yes, 1u);
+  EXPECT_EQ(f.record(2, yes()), std::vector<std::size_t>{0});
+}
+
+TEST(ProtoFanOut, ItemsAreDecidedEachAtItsOwnQuorum) {
+  FanOutTally f(3, 2, at(0ms));
+  NodeVote y, n;
+  y.vote = Vote::yes;
+  n.vote = Vote::no;
+  f.record(0, {y, n});
+  EXPECT_EQ(f.record(1, {y, n}), (std::vector<std::size_t>{0, 1}));
+  EXPECT_EQ(f.verdict(0), Verdict::won);
+  EXPECT_EQ(f.verdict(1), Verdict::lost);
+}
+
+TEST(ProtoFanOut, WaitAllDecidesOnlyWhenEveryNodeAnswered) {
+  FanOutTally f(3, 1, at(0ms), /*wait_all=*/true);
+  f.record(0, yes());
+  EXPECT_TRUE(f.record(1, yes()).empty());
+  EXPECT_EQ(f.record(2, failed()), std::vector<std::size_t>{0});
+}
+
+Lock held(Clock::time_point valid_until) {
+  Lock lock("res", token(1));
+  lock.valid_until = valid_until;
+  lock.ttl = 10'000ms;
+  return lock;
+}
+
+TEST(ProtoExtend, AWonExtendCountsFromItsSendTime) {
+  Harness h(3);
+  ExtendMachine m(h.context(), 9, held(at(3000ms)), 10'000ms);
+  Actions out;
+  m.start(at(1000ms), out);
+  auto send = only<Send>(out);
+  EXPECT_EQ(send.request->script, ScriptId::renew);
+  EXPECT_EQ(send.request->keys, std::vector<std::string>{"redlock:res"});
+  EXPECT_EQ(send.request->args, (std::vector<std::string>{token(1), "10000", "1"}));
+  out.clear();
+  m.on_reply(send.id, 0, yes(), at(1005ms), out);
+  m.on_reply(send.id, 2, yes(), at(1010ms), out);
+  auto done = only<DeliverExtend>(out);
+  EXPECT_EQ(done.op, 9u);
+  ASSERT_TRUE(done.result.ok());
+  EXPECT_EQ(done.result.valid_until, at(11'000ms) - kDrift)
+      << "what the quorum guarantees: from the send, not from the answer";
+}
+
+TEST(ProtoExtend, NeverShortensTheDeadlineAHolderHas) {
+  Harness h(3);
+  ExtendMachine m(h.context(), 1, held(at(20'000ms)), 10'000ms);
+  Actions out;
+  m.start(at(1000ms), out);
+  auto send = only<Send>(out);
+  m.on_reply(send.id, 0, yes(), at(1001ms), out);
+  m.on_reply(send.id, 1, yes(), at(1001ms), out);
+  auto done = only<DeliverExtend>(out);
+  EXPECT_TRUE(done.result.ok());
+  EXPECT_EQ(done.result.valid_until, at(20'000ms));
+}
+
+TEST(ProtoExtend, ARefusedOrLateExtendKeepsThePreviousDeadline) {
+  Harness h(3);
+  {
+    ExtendMachine m(h.context(), 1, held(at(3000ms)), 10'000ms);
+    Actions out;
+    m.start(at(1000ms), out);
+    auto send = only<Send>(out);
+    m.on_reply(send.id, 0, no(), at(1001ms), out);
+    m.on_reply(send.id, 1, no(), at(1001ms), out);
+    auto done = only<DeliverExtend>(out);
+    EXPECT_EQ(done.result.error, Errc::not_held);
+    EXPECT_EQ(done.result.valid_until, at(3000ms));
+  }
+  {
+    ExtendMachine m(h.context(), 2, held(at(3000ms)), 10'000ms);
+    Actions out;
+    m.start(at(1000ms), out);
+    auto send = only<Send>(out);
+    m.on_reply(send.id, 0, yes(), at(1001ms), out);
+    m.on_reply(send.id, 1, yes(), at(11'000ms) - kDrift, out);
+    auto done = only<DeliverExtend>(out);
+    EXPECT_EQ(done.result.error, Errc::validity_expired);
+    EXPECT_EQ(done.result.valid_until, at(3000ms));
+  }
+  {
+    ExtendMachine m(h.context(), 3, held(at(3000ms)), 10'000ms);
+    Actions out;
+    m.start(at(1000ms), out);
+    auto send = only<Send>(out);
+    m.on_reply(send.id, 0, failed(), at(1001ms), out);
+    m.on_reply(send.id, 1, failed(), at(1001ms), out);
+    EXPECT_EQ(only<DeliverExtend>(out).result.error, Errc::no_quorum);
+  }
+}
+
+TEST(ProtoRelease, ReleasedAtTheQuorumWithTheTokenAlone) {
+  Harness h(5);
+  ReleaseMachine m(h.context(), 4, held(at(0ms)));
+  Actions out;
+  m.start(at(0ms), out);
+  auto send = only<Send>(out);
+  EXPECT_EQ(send.request->script, ScriptId::release);
+  EXPECT_EQ(send.request->args, std::vector<std::string>{token(1)}) << "a real release";
+  out.clear();
+  m.on_reply(send.id, 0, yes(), at(1ms), out);
+  m.on_reply(send.id, 1, no(), at(1ms), out);
+  m.on_reply(send.id, 2, yes(), at(1ms), out);
+  EXPECT_TRUE(out.empty());
+  m.on_reply(send.id, 3, yes(), at(1ms), out);
+  auto done = only<DeliverRelease>(out);
+  EXPECT_TRUE(done.result.ok());
+  EXPECT_EQ(done.result.released, 3u);
+  out.clear();
+  m.on_reply(send.id, 4, yes(), at(2ms), out);
+  EXPECT_TRUE(out.empty()) << "delivered once";
+}
+
+TEST(ProtoRelease, NotHeldWithoutAQuorum) {
+  Harness h(3);
+  ReleaseMachine m(h.context(), 4, held(at(0ms)));
+  Actions out;
+  m.start(at(0ms), out);
+  auto send = only<Send>(out);
+  m.on_reply(send.id, 0, yes(), at(1ms), out);
+  m.on_reply(send.id, 1, no(), at(1ms), out);
+  m.on_reply(send.id, 2, no(), at(1ms), out);
+  auto done = only<DeliverRelease>(out);
+  EXPECT_EQ(done.result.error, Errc::not_held);
+  EXPECT_EQ(done.result.released, 1u);
+}
+
+TEST(ProtoScripts, TheReleaseFormsAndTheirArguments) {
+  std::vector<std::string> keys{"k"};
+  EXPECT_EQ(release_request(keys, "t").args, std::vector<std::string>{"t"});
+  EXPECT_EQ(release_request(keys, "t", false).args, (std::vector<std::string>{"t", "0"}));
+  Line line{"ticket", "12", 3000ms};
+  EXPECT_EQ(release_request(keys, "t", false, &line).args,
+            (std::vector<std::string>{"t", "0", "ticket", "12", "3000"}));
+  EXPECT_EQ(release_request(keys, "t", true, &line).args,
+            (std::vector<std::string>{"t", "1", "ticket", "12", "3000"}));
+  EXPECT_EQ(leave_line_request("k", "ticket").args,
+            (std::vector<std::string>{"-", "0", "ticket", "", "0"}));
+}
+
+TEST(ProtoScripts, ARenewBatchPutsEveryLocksKeysInOrder) {
+  std::vector<std::string> a{"a1", "a2"}, b{"b"};
+  std::string ta = "ta", tb = "tb";
+  auto r = renew_request({Renewal{&a, &ta, 1000ms}, Renewal{&b, &tb, 2000ms}});
+  EXPECT_EQ(r.items, 2u);
+  EXPECT_EQ(r.decoder, Decoder::renew);
+  EXPECT_EQ(r.keys, (std::vector<std::string>{"a1", "a2", "b"}));
+  EXPECT_EQ(r.args, (std::vector<std::string>{"ta", "1000", "2", "tb", "2000", "1"}));
+}
+
+TEST(ProtoScripts, AcquireWithoutATicketHasNoPlace) {
+  auto r = acquire_request({"k"}, "t", 500ms, true, "", "99", 1000ms, 200ms);
+  EXPECT_EQ(r.args, (std::vector<std::string>{"t", "500", "1", "", "0", "1000", "200"}));
+  EXPECT_EQ(fence_request({"k"}, "t", 42).args, (std::vector<std::string>{"t", "42"}));
+  EXPECT_EQ(status_request().args, (std::vector<std::string>{"INFO", "server"}));
+}
+
+TEST(ProtoScripts, EveryScriptHasItsTextAndDigest) {
+  for (auto s : {ScriptId::acquire, ScriptId::renew, ScriptId::release, ScriptId::fence}) {
+    EXPECT_FALSE(script_body(s).empty());
+    EXPECT_EQ(script_sha(s).size(), 40u);
+  }
+  EXPECT_TRUE(script_body(ScriptId::none).empty());
+  EXPECT_FALSE(script_order_free(ScriptId::acquire)) << "it creates a lock";
+  EXPECT_TRUE(script_order_free(ScriptId::release));
+}
+
+TEST(ProtoScripts, OnlyTheSyntaxErrorOfAFailedVoteIsTheQuickAcquiresRefusal) {
+  EXPECT_TRUE(is_syntax_error(failed(Errc::redis_error, "ERR syntax error")[0]));
+  EXPECT_FALSE(is_syntax_error(failed(Errc::redis_error, "ERR unknown command")[0]));
+  auto v = no()[0];
+  v.detail = "ERR syntax error";
+  EXPECT_FALSE(is_syntax_error(v));
+}
+
+}  // namespace
+}  // namespace redlock::detail::proto::test
