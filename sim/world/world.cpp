@@ -1405,8 +1405,18 @@ void World::liveness_probe() {
       if (op.wait_start > since || op.wait_deadline_true < now_ + 10 * kMs) continue;
       if (cl.paused_until > since) continue;
       // The bound counts this waiter's own request timeout: a request lost to a fault that has
-      // just healed is answered by its timeout.
-      Us bound = bound_free_ + 2 * (cl.config.request_timeout.count() - 200) * kMs;
+      // just healed is answered by its timeout. Every live waiter ahead of it in the line (it
+      // began to wait earlier: places are start times) may let one turn of its own run out
+      // first (a waiter that is slow to come, not gone: its channel still listens), so each
+      // adds one turn, its notice and its request.
+      std::size_t ahead = 0;
+      for (const auto& other : clients_)
+        if (&other != &cl && other.alive && other.has_op && other.op.waiting &&
+            other.op.resources.size() == 1 && other.op.resources[0] == r &&
+            other.op.wait_start < op.wait_start)
+          ++ahead;
+      Us bound = bound_free_ + 2 * (cl.config.request_timeout.count() - 200) * kMs +
+                 static_cast<Us>(ahead) * (kTurnCap + 2 * 200 * kMs);
       if (now_ - since < bound) continue;
       liveness_reported_.insert(r);
       violation("checker 4: " + r + " free on every node since " + fmt_t(since) + " (" +
