@@ -285,8 +285,11 @@ def main():
         def build_cmd(targets):
             return ["cmake", "--build", build, "-j", str(args.jobs), "--target"] + targets
 
-        def ctest(extra):
-            return ["ctest", "--test-dir", build, "-j", str(args.jobs), "--timeout", "120"] + extra
+        def ctest(extra, tries=2):
+            # A test that fails only now and then under load must not decide: unmutated, each
+            # test gets `tries` runs to pass; a mutant is killed by a test that fails every try.
+            return ["ctest", "--test-dir", build, "-j", str(args.jobs), "--timeout", "120",
+                    "--repeat", f"until-pass:{tries}"] + extra
 
         print(f"== baseline build in {scratch}", flush=True)
         if run(configure, scratch, log, 600):
@@ -305,7 +308,7 @@ def main():
                         if k in executables and any(n == m[0] for m in chosen)})
         if known:
             pattern = "^(" + "|".join(re.escape(k) for k in known) + ")$"
-            if run(ctest(["-R", pattern]), scratch, log, 1800):
+            if run(ctest(["-R", pattern], tries=3), scratch, log, 1800):
                 print(open(log).read()[-4000:])
                 sys.exit("a recorded killer fails without any mutant: fix that first")
         full_baseline_done = False
