@@ -34,7 +34,7 @@ constexpr Us kSec = 1000 * kMs;
 constexpr std::int64_t kEpochMs = 1'767'225'600'000;
 // The longest a turn may hold a free key for a waiter that does not come (checker 4): the
 // protocol must cap a turn at this, whatever the waiter's ticket asks for, and end it once its
-// listener is gone. (The scripts of this version do neither: docs/simulation.md, defect 1.)
+// listener is gone: acquire.lua's and release.lua's MAX_TURN, and their PUBSUB NUMSUB.
 constexpr std::int64_t kTurnCap = 2000 * 1000;
 
 const std::vector<std::string> kFaultKinds = {
