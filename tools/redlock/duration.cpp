@@ -36,11 +36,12 @@ std::optional<Milliseconds> parse_duration(std::string_view text, std::string& w
   constexpr std::int64_t kCap = std::int64_t{1} << 62;
   std::int64_t value = 0;
   for (std::size_t i = 0; i < digits; ++i) {
-    value = value * 10 + (s[i] - '0');
-    if (value > kCap / scale) {
+    // Checked before the step: value * 10 + digit must stay within kCap / scale.
+    if (value > (kCap / scale - (s[i] - '0')) / 10) {
       why = "'" + std::string(text) + "' is above the longest duration (2^40 ms, about 34.8 years)";
       return std::nullopt;
     }
+    value = value * 10 + (s[i] - '0');
   }
   value *= scale;
   return Milliseconds(negative ? -value : value);
