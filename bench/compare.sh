@@ -229,7 +229,7 @@ trap - EXIT
 
 # ---- summary ----
 python3 - "$OUT" <<EOF >"$OUT/summary.md"
-import glob, json, os, re, statistics as st
+import glob, json, math, os, re, statistics as st
 out = "$OUT"
 meta = dict(before="$B_SHORT", before_ref="$BEFORE_REF", after="$A_SHORT", after_ref="$AFTER_REF",
             rounds=$DONE, asked=$ROUNDS, pin="$PIN", ports="$PORT_LIST", iters=$ITERS,
@@ -294,31 +294,43 @@ print(f"{meta['rounds']} rounds per side (asked {meta['asked']}), alternating be
 if meta["rounds"] < 5:
     print(f"**Only {meta['rounds']} round(s) per side: too few to tell noise from a difference.**\n")
 print("after/before: the medians' ratio. Spread: min..max of the rounds. Adjacent: after / before "
-      "of the same round (runs seconds apart), median and min..max. Verdict: *within noise* when "
-      "the two sides' spreads overlap; otherwise which side is better in every round.\n")
+      "of the same round (two runs seconds apart), median and min..max; *after better* counts the "
+      "rounds in which after beat its adjacent before, and p is the two-sided sign test of that "
+      "count (are the rounds' wins a coin's?). Verdict: *within noise* when the two sides' spreads "
+      "overlap and the pairs split both ways; *after better/worse in every round* when the spreads "
+      "do not overlap; *after better/worse in every pair* when they overlap but every pair leans "
+      "the same way (a shift smaller than the spread, seen because adjacent runs share the "
+      "machine's moment).\n")
 print("| metric | before (median) | after (median) | after/before | before min..max | "
-      "after min..max | adjacent after/before | verdict |")
-print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+      "after min..max | adjacent after/before | after better | verdict |")
+print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
 for name, better, val in metrics:
     b = [val(runs.get(("before", r), {})) for r in rounds]
     a = [val(runs.get(("after", r), {})) for r in rounds]
     bv, av = [x for x in b if x is not None], [x for x in a if x is not None]
     if not bv or not av:
-        print(f"| {name} | – | – | – | – | – | – | not measured |")
+        print(f"| {name} | – | – | – | – | – | – | – | not measured |")
         continue
     mb, ma = st.median(bv), st.median(av)
     pairs = [y / x for x, y in zip(b, a) if x and y is not None]
+    wins = sum(1 for q in pairs if (q > 1) == (better == "higher") and q != 1)
+    losses = sum(1 for q in pairs if q != 1) - wins
+    n = wins + losses
+    k = max(wins, losses)
+    pval = min(1.0, 2 * sum(math.comb(n, i) for i in range(k, n + 1)) / 2**n) if n else 1.0
     if min(len(bv), len(av)) < 3:
         verdict = "too few rounds"
     elif max(bv) < min(av) or max(av) < min(bv):
-        after_higher = min(av) > max(bv)
-        good = after_higher == (better == "higher")
+        good = (min(av) > max(bv)) == (better == "higher")
         verdict = "**after better in every round**" if good else "**after worse in every round**"
+    elif n >= 5 and (wins == 0 or losses == 0):
+        verdict = ("spreads overlap; **after better in every pair**" if losses == 0 else
+                   "spreads overlap; **after worse in every pair**")
     else:
         verdict = "within noise"
     adj = (f"{st.median(pairs):.3f} ({min(pairs):.3f}..{max(pairs):.3f})" if pairs else "–")
     print(f"| {name} | {fmt(mb)} | {fmt(ma)} | {ma / mb:.3f} | {fmt(min(bv))}..{fmt(max(bv))} | "
-          f"{fmt(min(av))}..{fmt(max(av))} | {adj} | {verdict} |")
+          f"{fmt(min(av))}..{fmt(max(av))} | {adj} | {wins} of {n} (p {pval:.2f}) | {verdict} |")
 
 print("\n### Rounds\n")
 print("| round | side | p50 µs | p99 µs | callbacks p50 µs | locks/s | client CPU µs/lock | failed acquires |")
