@@ -18,13 +18,16 @@
 # Output (OUTDIR, default build/compare/results/<UTC>): summary.md (per metric the median of
 # the rounds before and after, after/before, the rounds' min..max on each side and the ratios
 # of adjacent runs), raw.jsonl (every measurement, with "side", "round" and "commit" added),
-# runs/*.jsonl (each run as printed), stderr.log.
+# runs/*.jsonl (each run as printed), stderr.log; with BENCH_PERF=1 also perf-before.txt,
+# perf-after.txt and perf-diff.md (the functions whose share of the client's CPU moved most).
 #
 # Environment: BENCH_ROUNDS=6 (rounds per side, at least 5 are asked for), BENCH_BUDGET=420
 # (seconds for the runs: no round pair is started that might not end within it),
 # BENCH_ITERS=5000, BENCH_WARMUP=300, BENCH_TPUT_DURATION=3, BENCH_PIN=split|same|none,
 # BENCH_BASEPORT=7521 (the first of five free ports looked for from here), BENCH_JOBS=2,
-# BENCH_FLOOR=1 (0: no alternating floor; the runs are shorter, the "× floor" rows go).
+# BENCH_FLOOR=1 (0: no alternating floor; the runs are shorter, the "× floor" rows go),
+# BENCH_PERF=0 (1: after the rounds, one throughput run per side under `perf record`, user space
+# only; perf-before.txt and perf-after.txt: the client's samples by library and by function).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -40,15 +43,20 @@ PIN=${BENCH_PIN:-split}
 BASE=${BENCH_BASEPORT:-7521}
 JOBS=${BENCH_JOBS:-2}
 FLOOR=${BENCH_FLOOR:-1}
+PERF=${BENCH_PERF:-0}
 N=5
 COMPARE=$ROOT/build/compare
 
 for b in git tar cmake ninja redis-server redis-cli taskset timeout python3 ss ldd; do
   command -v "$b" >/dev/null || { echo "bench/compare.sh: missing $b (bash tools/bench.sh installs most)" >&2; exit 1; }
 done
-for v in ROUNDS BUDGET ITERS WARMUP TPUT_DURATION BASE JOBS FLOOR; do
+for v in ROUNDS BUDGET ITERS WARMUP TPUT_DURATION BASE JOBS FLOOR PERF; do
   [[ ${!v} =~ ^[0-9]+$ ]] || { echo "bench/compare.sh: $v must be a whole number" >&2; exit 2; }
 done
+if ((PERF)) && ! command -v perf >/dev/null; then
+  echo "bench/compare.sh: BENCH_PERF=1 needs perf (apt-get install linux-perf); left out" >&2
+  PERF=0
+fi
 ((ROUNDS >= 1 && ROUNDS <= 50)) || { echo "bench/compare.sh: BENCH_ROUNDS must be 1..50" >&2; exit 2; }
 
 resolve() { # REF -> full commit hash
@@ -220,6 +228,57 @@ for ((r = 1; r <= ROUNDS; r++)); do
   run_side after "$r" "$SCEN_AFTER" || break
   DONE=$r
 done
+# ---- where the client's CPU goes (BENCH_PERF=1): one throughput run per side under perf ----
+# Not part of the rounds (perf's sampling costs CPU too); the profiles are compared as shares.
+if ((PERF)) && ((DONE > 0)); then
+  PERF_DURATION=$((TPUT_DURATION > 6 ? TPUT_DURATION : 6))
+  for side in before after; do
+    bin=$SCEN_BEFORE
+    [[ $side == after ]] && bin=$SCEN_AFTER
+    log "perf: throughput of $side"
+    # User space only (cpu-clock:u): an unprivileged perf_event_paranoid of 2 allows that.
+    timeout 60 env ${CL[@]+"${CL[@]}"} perf record -q -e cpu-clock:u -F 2999 -o "$OUT/perf-$side.data" -- \
+      "$bin" --ports "$PORT_LIST" --scenarios throughput --tput-duration "$PERF_DURATION" \
+      --label "perf-$side" --max-seconds 50 >"$OUT/runs/perf-$side.jsonl" 2>>"$ERR" &
+    STEP_PID=$!
+    wait "$STEP_PID" || log "perf run of $side failed (exit $?)"
+    STEP_PID=
+    flush
+    perf report -i "$OUT/perf-$side.data" --stdio --no-children --sort dso,sym -F overhead,dso,sym \
+      --percent-limit 0.1 2>/dev/null | sed 's/ *$//' | grep -v '^$' |
+      awk '/^#/ {print; next} {print | "sort -rn"}' >"$OUT/perf-$side.txt" || true
+  done
+  # The two profiles side by side: each function's share of the client's samples, and that
+  # share of the perf run's own client CPU per lock (an estimate: the run includes its warm-up).
+  python3 - "$OUT" >"$OUT/perf-diff.md" <<'PY' || log "perf-diff failed"
+import json, os, re, sys
+out = sys.argv[1]
+prof, cpu = {}, {}
+for side in ("before", "after"):
+    prof[side] = {}
+    for line in open(os.path.join(out, f"perf-{side}.txt")):
+        m = re.match(r"\s*([\d.]+)%\s+(\S+)\s+\[\.\]\s+(.*)", line)
+        if m:
+            key = (re.sub(r"\.so[.\d]*$", ".so", m.group(2)), m.group(3).strip())
+            prof[side][key] = prof[side].get(key, 0) + float(m.group(1))
+    for line in open(os.path.join(out, "runs", f"perf-{side}.jsonl")):
+        if line.startswith("{") and '"throughput"' in line:
+            cpu[side] = json.loads(line).get("client_cpu_us_per_lock")
+keys = set(prof["before"]) | set(prof["after"])
+def per_lock(side, k):
+    return prof[side].get(k, 0) / 100 * cpu[side] if cpu.get(side) else None
+rows = sorted(keys, key=lambda k: -abs((per_lock("after", k) or 0) - (per_lock("before", k) or 0)))
+print(f"Client CPU per lock in the perf runs: before {cpu.get('before')}, after {cpu.get('after')} µs "
+      "(perf's sampling included). Functions by the change of their estimated µs per lock "
+      "(share of the user-space samples × the run's CPU per lock); top 30.\n")
+print("| library | function | before % | after % | before µs/lock | after µs/lock |")
+print("| --- | --- | ---: | ---: | ---: | ---: |")
+f = lambda x: "–" if x is None else f"{x:.2f}"
+for k in rows[:30]:
+    print(f"| {k[0]} | `{k[1][:90]}` | {prof['before'].get(k, 0):.1f} | {prof['after'].get(k, 0):.1f} | "
+          f"{f(per_lock('before', k))} | {f(per_lock('after', k))} |")
+PY
+fi
 read -r BUSY1 TOT1 < <(cpu_busy)
 LOAD1=$(cut -d' ' -f1-3 /proc/loadavg)
 ELAPSED=$(($(date +%s) - T_MEASURE))
