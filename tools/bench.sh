@@ -4,6 +4,8 @@
 # prints the Markdown table and writes the PNG chart). See docs/performance.md.
 #   bash tools/bench.sh [OUTDIR]            the whole suite, a few minutes
 #   bash tools/bench.sh --micro [ARGS...]   the Google Benchmark micro-benchmarks (redlock_bench)
+#   bash tools/bench.sh --compare [BEFORE_REF] [AFTER_REF] [OUTDIR]   two commits side by side
+#                                           (bench/compare.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source tools/deps.sh
@@ -15,5 +17,9 @@ if [ "${1:-}" = "--micro" ]; then
     -DREDLOCK_BUILD_EXAMPLES=OFF >/dev/null
   cmake --build build/bench --target redlock_bench -j "$(redlock_jobs)"
   exec build/bench/bench/redlock_bench "$@"
+fi
+if [ "${1:-}" = "--compare" ]; then
+  shift
+  exec bash bench/compare.sh "$@"
 fi
 exec bash bench/run.sh "$@"
