@@ -18,16 +18,17 @@
 # Output (OUTDIR, default build/compare/results/<UTC>): summary.md (per metric the median of
 # the rounds before and after, after/before, the rounds' min..max on each side and the ratios
 # of adjacent runs), raw.jsonl (every measurement, with "side", "round" and "commit" added),
-# runs/*.jsonl (each run as printed), stderr.log; with BENCH_PERF=1 also perf-before.txt,
-# perf-after.txt and perf-diff.md (the functions whose share of the client's CPU moved most).
+# runs/*.jsonl (each run as printed), stderr.log; with BENCH_PERF=1 also perf-before.txt and
+# perf-after.txt (flat profiles), perf-*.stacks.gz and perf-diff.md (the client's CPU per lock
+# by layer and the functions whose share moved most).
 #
 # Environment: BENCH_ROUNDS=6 (rounds per side, at least 5 are asked for), BENCH_BUDGET=420
 # (seconds for the runs: no round pair is started that might not end within it),
 # BENCH_ITERS=5000, BENCH_WARMUP=300, BENCH_TPUT_DURATION=3, BENCH_PIN=split|same|none,
 # BENCH_BASEPORT=7521 (the first of five free ports looked for from here), BENCH_JOBS=2,
 # BENCH_FLOOR=1 (0: no alternating floor; the runs are shorter, the "× floor" rows go),
-# BENCH_PERF=0 (1: after the rounds, one throughput run per side under `perf record`, user space
-# only; perf-before.txt and perf-after.txt: the client's samples by library and by function).
+# BENCH_PERF=0 (1: after the rounds, one throughput run per side of at least 6 s under
+# `perf record`, user space only, call stacks from DWARF).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -229,55 +230,105 @@ for ((r = 1; r <= ROUNDS; r++)); do
   DONE=$r
 done
 # ---- where the client's CPU goes (BENCH_PERF=1): one throughput run per side under perf ----
-# Not part of the rounds (perf's sampling costs CPU too); the profiles are compared as shares.
+# Not part of the rounds (perf's sampling costs CPU too). Stacks are unwound from DWARF (a
+# Release build keeps no frame pointers), so that malloc, free and clock reads are charged to
+# the library function that called them.
 if ((PERF)) && ((DONE > 0)); then
   PERF_DURATION=$((TPUT_DURATION > 6 ? TPUT_DURATION : 6))
   for side in before after; do
     bin=$SCEN_BEFORE
     [[ $side == after ]] && bin=$SCEN_AFTER
-    log "perf: throughput of $side"
+    log "perf: throughput of $side, $PERF_DURATION s"
     # User space only (cpu-clock:u): an unprivileged perf_event_paranoid of 2 allows that.
-    timeout 60 env ${CL[@]+"${CL[@]}"} perf record -q -e cpu-clock:u -F 2999 -o "$OUT/perf-$side.data" -- \
-      "$bin" --ports "$PORT_LIST" --scenarios throughput --tput-duration "$PERF_DURATION" \
-      --label "perf-$side" --max-seconds 50 >"$OUT/runs/perf-$side.jsonl" 2>>"$ERR" &
+    timeout 90 env ${CL[@]+"${CL[@]}"} perf record -q -e cpu-clock:u -F 1999 --call-graph dwarf,4096 \
+      -o "$OUT/perf-$side.data" -- "$bin" --ports "$PORT_LIST" --scenarios throughput \
+      --tput-duration "$PERF_DURATION" --label "perf-$side" --max-seconds 60 \
+      >"$OUT/runs/perf-$side.jsonl" 2>>"$ERR" &
     STEP_PID=$!
     wait "$STEP_PID" || log "perf run of $side failed (exit $?)"
     STEP_PID=
     flush
     perf report -i "$OUT/perf-$side.data" --stdio --no-children --sort dso,sym -F overhead,dso,sym \
-      --percent-limit 0.1 2>/dev/null | sed 's/ *$//' | grep -v '^$' |
+      -g none --percent-limit 0.1 2>/dev/null | sed 's/ *$//' | grep -v '^$' |
       awk '/^#/ {print; next} {print | "sort -rn"}' >"$OUT/perf-$side.txt" || true
+    perf script -i "$OUT/perf-$side.data" -F ip,sym,dso 2>/dev/null | gzip >"$OUT/perf-$side.stacks.gz" || true
   done
-  # The two profiles side by side: each function's share of the client's samples, and that
-  # share of the perf run's own client CPU per lock (an estimate: the run includes its warm-up).
   python3 - "$OUT" >"$OUT/perf-diff.md" <<'PY' || log "perf-diff failed"
-import json, os, re, sys
+import collections, gzip, json, os, re, sys
 out = sys.argv[1]
-prof, cpu = {}, {}
-for side in ("before", "after"):
-    prof[side] = {}
-    for line in open(os.path.join(out, f"perf-{side}.txt")):
-        m = re.match(r"\s*([\d.]+)%\s+(\S+)\s+\[\.\]\s+(.*)", line)
+
+def stacks(path):  # perf script: frames "  addr symbol (dso)", a blank line after each sample
+    cur = []
+    for line in gzip.open(path, "rt", errors="replace"):
+        if not line.strip():
+            if cur:
+                yield cur
+            cur = []
+            continue
+        m = re.match(r"\s+[0-9a-f]+\s+(.*?)\s+\((.*)\)$", line.rstrip())
         if m:
-            key = (re.sub(r"\.so[.\d]*$", ".so", m.group(2)), m.group(3).strip())
-            prof[side][key] = prof[side].get(key, 0) + float(m.group(1))
+            cur.append((re.sub(r"\+0x[0-9a-f]+$", "", m.group(1)), m.group(2)))
+    if cur:
+        yield cur
+
+def kind(sym):
+    if "clock_gettime" in sym:
+        return "clock"
+    if re.search(r"malloc|free|calloc|realloc|operator new|operator delete|^_int_|tcache", sym):
+        return "alloc"
+    return "code"
+
+LAYERS = [  # (pattern, name), first match; the owner is a demangled name without arguments
+    (r"::proto::", "lib/proto (the machines, their requests and tallies)"),
+    (r"Coordinator::", "lib/net Coordinator (its jobs, or its drivers of lib/proto's machines)"),
+    (r"FanOut::", "lib/net FanOut"),
+    (r"Node::|Transport::|EventLoop::|ReplyReader::|Argv::|append_command", "lib/net nodes and wire"),
+    (r"^redlock::", "the rest of redlock:: (Client, tokens, core)"),
+    (r"", "templates instantiated in the library (std::vector, std::function, shared_ptr...)"),
+]
+
+def layer_of(owner):
+    return next(name for pat, name in LAYERS if re.search(pat, owner))
+
+prof, layer, cpu, total = {}, {}, {}, {}
+for side in ("before", "after"):
+    c, l, n = collections.Counter(), collections.Counter(), 0
+    for st in stacks(os.path.join(out, f"perf-{side}.stacks.gz")):
+        n += 1
+        owner = next((re.sub(r"\(.*", "", s)[:100] for s, d in st if "libredlock" in d), None)
+        k = kind(st[0][0])
+        if owner is None:
+            c[("(outside the library: " + os.path.basename(st[0][1]) + ")", k)] += 1
+            l["outside the library"] += 1
+        else:
+            c[(owner, k)] += 1
+            l[layer_of(owner)] += 1
+    prof[side], layer[side], total[side] = c, l, n
     for line in open(os.path.join(out, "runs", f"perf-{side}.jsonl")):
         if line.startswith("{") and '"throughput"' in line:
             cpu[side] = json.loads(line).get("client_cpu_us_per_lock")
+if not all(total.values()) or len(cpu) < 2:
+    sys.exit("no samples or no throughput figure")
+
+def us(side, counter, key):  # that share of the run's measured client CPU per lock
+    return counter[side][key] / total[side] * cpu[side]
+
+print(f"Client CPU per lock in the perf runs (sampling included): before {cpu['before']:.2f}, "
+      f"after {cpu['after']:.2f} µs; {total['before']} and {total['after']} samples.\n")
+print("Each sample is charged to the innermost library function on its stack (what it called, "
+      "malloc and clock reads included); µs/lock = its share of the samples × the run's client "
+      "CPU per lock, an estimate.\n")
+print("| where | before µs/lock | after µs/lock |\n| --- | ---: | ---: |")
+for k in sorted(set(layer["before"]) | set(layer["after"])):
+    print(f"| {k} | {us('before', layer, k):.2f} | {us('after', layer, k):.2f} |")
+print("\nThe 30 functions whose µs per lock moved most (kind: code, alloc = malloc/free below it, "
+      "clock = clock reads below it):\n")
+print("| function | kind | before µs/lock | after µs/lock |\n| --- | --- | ---: | ---: |")
 keys = set(prof["before"]) | set(prof["after"])
-def per_lock(side, k):
-    return prof[side].get(k, 0) / 100 * cpu[side] if cpu.get(side) else None
-rows = sorted(keys, key=lambda k: -abs((per_lock("after", k) or 0) - (per_lock("before", k) or 0)))
-print(f"Client CPU per lock in the perf runs: before {cpu.get('before')}, after {cpu.get('after')} µs "
-      "(perf's sampling included). Functions by the change of their estimated µs per lock "
-      "(share of the user-space samples × the run's CPU per lock); top 30.\n")
-print("| library | function | before % | after % | before µs/lock | after µs/lock |")
-print("| --- | --- | ---: | ---: | ---: | ---: |")
-f = lambda x: "–" if x is None else f"{x:.2f}"
-for k in rows[:30]:
-    print(f"| {k[0]} | `{k[1][:90]}` | {prof['before'].get(k, 0):.1f} | {prof['after'].get(k, 0):.1f} | "
-          f"{f(per_lock('before', k))} | {f(per_lock('after', k))} |")
+for k in sorted(keys, key=lambda k: -abs(us("after", prof, k) - us("before", prof, k)))[:30]:
+    print(f"| `{k[0]}` | {k[1]} | {us('before', prof, k):.2f} | {us('after', prof, k):.2f} |")
 PY
+  rm -f "$OUT"/perf-*.data  # tens of MB each; the reports and the stacks stay
 fi
 read -r BUSY1 TOT1 < <(cpu_busy)
 LOAD1=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -330,6 +381,10 @@ metrics = [  # name, which is better, the value of one run
     ("client CPU per lock (µs)", "lower", f(T, "client_cpu_us_per_lock")),
     ("servers' CPU per lock (µs)", "lower", f(T, "servers_cpu_us_per_lock")),
 ]
+if meta["floor"]:
+    # A control: the floor is the same code on both sides, so its rows should not move.
+    metrics += [("the floor's client CPU per lock (µs), control", "lower",
+                 f(T, "floor_alternating_client_cpu_us_per_lock"))]
 if meta["floor"]:
     metrics += [
         ("uncontended p50 × floor", "lower",
