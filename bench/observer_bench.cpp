@@ -22,7 +22,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// The gate of lib/net/observe.hpp (internal, not exported), as it is inlined at every emission
+// The gate of lib/core/observe.hpp (internal, not exported), as it is inlined at every emission
 // point: a null check, then the event built and delivered under a catch-all.
 template <typename Emit>
 inline void observe(const redlock::Config& config, Emit&& emit) noexcept {

@@ -4,7 +4,7 @@
 
 #include <cstdio>
 
-#include "../net/observe.hpp"
+#include "observe.hpp"
 
 namespace redlock {
 
@@ -94,6 +94,15 @@ void observer_threw(const Config& config, const char* what) noexcept {
     log_message(&config, LogLevel::error,
                 what != nullptr ? std::string("exception escaped an observer: ") + what
                                 : std::string("exception escaped an observer"));
+  } catch (...) {
+  }
+}
+
+void callback_threw(const char* what, const char* message) noexcept {
+  try {
+    std::string text = std::string("exception escaped a ") + what + " callback";
+    if (message != nullptr) text += std::string(": ") + message;
+    log_message(thread_config(), LogLevel::error, text);
   } catch (...) {
   }
 }

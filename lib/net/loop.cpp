@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "observe.hpp"
+#include "../core/observe.hpp"
 
 namespace redlock::detail {
 namespace {

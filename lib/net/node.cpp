@@ -10,7 +10,7 @@
 
 #include "../core/quorum.hpp"
 #include "../core/safeguards.hpp"
-#include "observe.hpp"
+#include "../core/observe.hpp"
 #include "protocol.hpp"
 #include "redlock/errors.hpp"
 #include "tls.hpp"

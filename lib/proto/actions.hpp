@@ -4,8 +4,8 @@
 // The machines (fanout.hpp, acquire.hpp, single.hpp, watchdog.hpp, notices.hpp) read no clock,
 // draw no random number of their own and do no I/O. Every event carries `now`; every decision
 // comes back as an Action appended to an Actions sink, in the order the driver must carry them
-// out. lib/net drives them with libuv and hiredis; the simulator (sim/) drives the same machines
-// against simulated nodes. Pure; one thread at a time.
+// out. lib/client drives them over lib/net (libuv, hiredis); the simulator (sim/) drives the same
+// machines against simulated nodes. Pure; one thread at a time.
 //
 // The driver's contract, for every machine:
 // - Send: send `request` to each node in `nodes`, all of them before reporting any failure
@@ -18,7 +18,8 @@
 //   replaces its time. CancelTimer: forget it (a cancelled timer that fires anyway is ignored).
 // - Subscribe / Unsubscribe: on every node's subscriber connection (idempotent; remembered
 //   across reconnects), and report messages and confirmations to the Notices machine.
-// - The Deliver* / Renewed / Lost actions: hand the result to the caller. WaitBegan: only news.
+// - The Deliver* / Renewed / Lost actions: hand the result to the caller. WaitBegan and
+//   RenewDecided: only news.
 #pragma once
 
 #include <chrono>
@@ -32,6 +33,7 @@
 #include "redlock/config.hpp"
 #include "redlock/errors.hpp"
 #include "redlock/lock.hpp"
+#include "redlock/observer.hpp"
 
 namespace redlock::detail::proto {
 
@@ -123,10 +125,22 @@ struct Lost {
   std::uint64_t lease = 0;
   Errc why = Errc::lock_lost;
   bool notify = true;  // false: mark it lost and call nobody (a lease added after shutdown)
+  LostReason reason = LostReason::expired;  // why, for Config::observer
 };
 
-using Action = std::variant<Send, ArmTimer, CancelTimer, Subscribe, Unsubscribe, WaitBegan,
-                            DeliverAcquire, DeliverExtend, DeliverRelease, Renewed, Lost>;
+// A watched lease's renewal was decided (won, refused or too late), whatever follows: news for
+// Config::observer's renew operation. Only when the configuration has an observer (the votes
+// are copied for it); nothing to carry out.
+struct RenewDecided {
+  std::uint64_t lease = 0;
+  std::error_code error;  // none: renewed
+  Votes votes;
+  Clock::time_point started{};  // when its call left
+};
+
+using Action =
+    std::variant<Send, ArmTimer, CancelTimer, Subscribe, Unsubscribe, WaitBegan, DeliverAcquire,
+                 DeliverExtend, DeliverRelease, Renewed, Lost, RenewDecided>;
 
 // Where a machine writes its actions, in order.
 using Actions = std::vector<Action>;

@@ -50,7 +50,7 @@ void WatchdogMachine::reschedule(std::uint64_t lease, Watched& w) {
 
 void WatchdogMachine::add(std::uint64_t lease, LeaseInfo info, Clock::time_point, Actions& out) {
   if (closed_) {
-    out.push_back(Lost{lease, Errc::shutting_down, /*notify=*/false});
+    out.push_back(Lost{lease, Errc::shutting_down, /*notify=*/false, LostReason::shutting_down});
     return;
   }
   if (leases_.count(lease) != 0) return;
@@ -79,16 +79,17 @@ void WatchdogMachine::shutdown(Clock::time_point, Actions& out) {
   waiting_.clear();
   std::vector<std::uint64_t> all;
   for (const auto& [id, w] : leases_) all.push_back(id);
-  for (auto id : all) declare_lost(id, Errc::shutting_down, out);
+  for (auto id : all) declare_lost(id, Errc::shutting_down, LostReason::shutting_down, out);
   out.push_back(CancelTimer{timer_});
 }
 
-void WatchdogMachine::declare_lost(std::uint64_t lease, Errc code, Actions& out) {
+void WatchdogMachine::declare_lost(std::uint64_t lease, Errc code, LostReason reason,
+                                   Actions& out) {
   auto it = leases_.find(lease);
   if (it == leases_.end()) return;  // never renewed again, whatever follows
   heap_.erase({it->second.at, lease});
   leases_.erase(it);
-  out.push_back(Lost{lease, code});
+  out.push_back(Lost{lease, code, true, reason});
 }
 
 void WatchdogMachine::on_timer(TimerId timer, Clock::time_point now, Actions& out) {
@@ -101,7 +102,7 @@ void WatchdogMachine::on_timer(TimerId timer, Clock::time_point now, Actions& ou
     auto& w = leases_.at(id);
     if (now >= lost_at(w.info)) {
       // The window closes and no renewal made it: the holder must stop now.
-      declare_lost(id, Errc::lock_lost, out);
+      declare_lost(id, Errc::lock_lost, LostReason::expired, out);
       continue;
     }
     // Renewals falling due soon go out with this batch: one call per node for all of them.
@@ -191,8 +192,18 @@ void WatchdogMachine::renewed(Call& call, std::size_t i, Clock::time_point now, 
   auto& w = it->second;
   w.in_flight = false;
   const auto& f = call.tally;
+  auto fresh = f.verdict(i) == Verdict::won
+                   ? granted_deadline(f.started(), now, w.info.ttl, ctx_.config().drift_factor)
+                   : std::nullopt;
+  if (ctx_.config().observer) {
+    RenewDecided news{id, {}, f.public_votes(i, ctx_.addresses()), f.started()};
+    if (f.verdict(i) != Verdict::won)
+      news.error = make_error_code(f.tally(i).loss_reason(Errc::not_held));
+    else if (!fresh)
+      news.error = make_error_code(Errc::validity_expired);
+    out.push_back(std::move(news));
+  }
   if (f.verdict(i) == Verdict::won) {
-    auto fresh = granted_deadline(f.started(), now, w.info.ttl, ctx_.config().drift_factor);
     if (fresh) {
       w.info.valid_until = extended_deadline(w.info.valid_until, fresh);
       w.info.next_renewal = f.started() + w.info.ttl / 3;
@@ -202,7 +213,7 @@ void WatchdogMachine::renewed(Call& call, std::size_t i, Clock::time_point now, 
       return;
     }
   } else if (renewal_refused(f.tally(i))) {
-    declare_lost(id, Errc::lock_lost, out);
+    declare_lost(id, Errc::lock_lost, LostReason::not_held, out);
     return;
   }
   // No quorum this time (nodes down or slow): try again soon while validity remains.

@@ -1,5 +1,5 @@
-// Renewal of held locks and the lost-lock deadline (what lib/net's Watchdog decides, without its
-// timer): renewals falling due together go out as one renew.lua call per node (batches of at most
+// Renewal of held locks and the lost-lock deadline (the library's watchdog, without its timer):
+// renewals falling due together go out as one renew.lua call per node (batches of at most
 // max_batch_keys keys, at most max_calls_in_flight calls at once); a lock is never reported held
 // past its validity (it is lost a margin before its deadline), and it is lost at once when more
 // than N - Q nodes report its token gone. Pure; one timer.
@@ -75,7 +75,7 @@ class WatchdogMachine {
 
   static Clock::time_point next_event(const Watched& w);
   void reschedule(std::uint64_t lease, Watched& w);
-  void declare_lost(std::uint64_t lease, Errc code, Actions& out);
+  void declare_lost(std::uint64_t lease, Errc code, LostReason reason, Actions& out);
   void renew_in_batches(Batch due, Clock::time_point now, Actions& out);
   void pump(Clock::time_point now, Actions& out);
   void renew(Batch batch, Clock::time_point now, Actions& out);

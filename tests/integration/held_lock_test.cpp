@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "net/watchdog.hpp"
+#include "proto/watchdog.hpp"
 #include "redis_server.hpp"
 #include "redlock/redlock.hpp"
 #include "redlock_scripts.hpp"
@@ -156,7 +156,7 @@ TEST(HeldLock, TwoThousandLocksStayHeldWithRenewalsBatchedPerNode) {
   // loaded machine; one call per lock and round would be ~12,000.
   const auto rounds = elapsed / (lease / 3) + 1;
   const auto ticks = elapsed / (lease / 12) + 1;
-  const long long cap = detail::Watchdog::max_batch_keys;
+  const long long cap = detail::proto::WatchdogMachine::max_batch_keys;
   const long long chunks = (count + cap - 1) / cap;
   const long long bound = 2 * (ticks + rounds * chunks);
   for (std::size_t n = 0; n < cluster.size(); ++n) {
@@ -260,59 +260,9 @@ TEST(HeldLock, NoRenewalCallCarriesMoreThanTheBatchCap) {
   }
   EXPECT_EQ(count_valid(locks), static_cast<std::size_t>(count));
   EXPECT_GE(calls, 2 * 5) << "2,000 keys need two calls per round";
-  EXPECT_LE(widest, static_cast<long long>(detail::Watchdog::max_batch_keys));
+  EXPECT_LE(widest, static_cast<long long>(detail::proto::WatchdogMachine::max_batch_keys));
   EXPECT_GE(keys, 5 * count * resources) << "every lock renewed in every full round";
   EXPECT_GT(widest, 10LL * resources) << "renewals of many locks share a call";
-}
-
-// The watchdog's heap against a reference: random pushes, erases and reschedules of thousands of
-// leases keep the heap order and every lease's slot, and the top is always the earliest event.
-TEST(LeaseHeap, MatchesAReferenceUnderRandomOperations) {
-  detail::LeaseHeap heap;
-  std::set<std::pair<Clock::time_point, detail::Lease*>> reference;
-  std::vector<std::shared_ptr<detail::Lease>> leases;
-  std::vector<Clock::time_point> at_of(3000);
-  for (std::size_t i = 0; i < at_of.size(); ++i)
-    leases.push_back(std::make_shared<detail::Lease>());
-  std::mt19937_64 rng(20261123);
-  const auto base = Clock::now();
-  // Coarse times, so that equal keys are common.
-  auto random_time = [&] { return base + std::chrono::milliseconds(rng() % 5000); };
-  for (int step = 0; step < 60000; ++step) {
-    auto i = static_cast<std::size_t>(rng() % leases.size());
-    auto& lease = *leases[i];
-    if (!lease.watched()) {
-      at_of[i] = random_time();
-      heap.push(leases[i], at_of[i]);
-      reference.emplace(at_of[i], &lease);
-    } else if (rng() % 3 == 0) {
-      heap.erase(lease);
-      reference.erase({at_of[i], &lease});
-      ASSERT_FALSE(lease.watched());
-    } else {
-      reference.erase({at_of[i], &lease});
-      at_of[i] = random_time();
-      heap.update(lease, at_of[i]);
-      reference.emplace(at_of[i], &lease);
-    }
-    ASSERT_EQ(heap.size(), reference.size());
-    if (!heap.empty()) {
-      ASSERT_EQ(heap.top_at(), reference.begin()->first) << "step " << step;
-    }
-    if (step % 64 == 0) {
-      ASSERT_TRUE(heap.consistent()) << "step " << step;
-    }
-  }
-  // Drained from the top: every lease in the order of its event.
-  while (!heap.empty()) {
-    ASSERT_EQ(heap.top_at(), reference.begin()->first);
-    auto top = heap.top();
-    reference.erase({heap.top_at(), top.get()});
-    heap.erase(*top);
-    ASSERT_TRUE(heap.size() % 256 != 0 || heap.consistent());
-  }
-  EXPECT_TRUE(reference.empty());
-  for (const auto& l : leases) EXPECT_FALSE(l->watched());
 }
 
 TEST(HeldLock, DroppingTheHandleStopsRenewalAndReleases) {

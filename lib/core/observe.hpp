@@ -3,8 +3,11 @@
 // observer is set: without one, the cost is one null check.
 #pragma once
 
+#include <chrono>
 #include <exception>
 #include <string>
+#include <system_error>
+#include <vector>
 
 #include "redlock/config.hpp"
 #include "redlock/observer.hpp"
@@ -39,6 +42,37 @@ inline void observe(const Config& config, Emit&& emit) noexcept {
     observer_threw(config, e.what());
   } catch (...) {
     observer_threw(config, nullptr);
+  }
+}
+
+// Tells the observer, if any, that an operation begun at `started` ended.
+inline void notify_operation(const Config& config, Operation op, std::error_code error,
+                             const Votes& votes, const std::vector<std::string>& resources,
+                             Clock::time_point started) noexcept {
+  observe(config, [&](Observer& o) {
+    OperationEvent e;
+    e.operation = op;
+    e.error = error;
+    e.resources = &resources;
+    e.votes = &votes;
+    e.latency = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started);
+    o.on_operation(e);
+  });
+}
+
+// A user callback threw (`message`: its what(), or null): reported through the log.
+void callback_threw(const char* what, const char* message) noexcept;
+
+// Runs a user callback on the loop thread; an escaping exception is reported, not propagated.
+// A template, not a std::function: no allocation on the path of every result.
+template <typename Call>
+inline void deliver_guarded(const char* what, Call&& call) noexcept {
+  try {
+    call();
+  } catch (const std::exception& e) {
+    callback_threw(what, e.what());
+  } catch (...) {
+    callback_threw(what, nullptr);
   }
 }
 

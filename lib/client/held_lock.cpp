@@ -1,7 +1,8 @@
 // HeldLock, LostFlag and CancelToken: handles used from any thread.
 #include "redlock/held_lock.hpp"
 
-#include "client_impl.hpp"
+#include "handles.hpp"
+#include "handoff.hpp"
 
 namespace redlock {
 
@@ -74,8 +75,8 @@ HeldLock& HeldLock::operator=(HeldLock&& other) noexcept {
 HeldLock::~HeldLock() {
   if (!lease_ || lease_->released.load()) return;
   // Dropped while held: stop renewing and release, without blocking the caller.
-  post_via(lease_->link, [lease = lease_](Client::Impl& impl) {
-    impl.coordinator_.release_lease(lease, [](ReleaseResult) {});
+  detail::post_via(lease_->link, [lease = lease_](detail::LockHost& host) {
+    host.release_lease(lease, [](ReleaseResult) {});
   });
 }
 
@@ -114,10 +115,10 @@ ReleaseResult HeldLock::release() {
   }
   auto lease = lease_;
   auto handoff = std::make_shared<detail::Handoff<ReleaseResult>>();
-  bool posted = post_via(lease->link, [lease, handoff](Client::Impl& impl) {
-    impl.coordinator_.release_lease(lease, [lease, handoff, &impl](ReleaseResult rr) {
+  bool posted = detail::post_via(lease->link, [lease, handoff](detail::LockHost& host) {
+    host.release_lease(lease, [lease, handoff, &host](ReleaseResult rr) {
       if (may_retry(rr)) reopen_for_retry(*lease);
-      impl.loop_.check_inbox_before_sleep();  // the caller's next call needs no wake-up
+      host.check_inbox_before_sleep();  // the caller's next call needs no wake-up
       handoff->put(std::move(rr));
     });
   });
@@ -127,12 +128,9 @@ ReleaseResult HeldLock::release() {
     r.detail = "the client is gone; the lock expires with its ttl";
     return r;
   }
-  auto link = lease->link.lock();
   bool loop_thread = false;
-  if (link) {
-    std::lock_guard<std::mutex> g(link->mutex);
-    loop_thread = link->impl != nullptr && link->impl->loop_.in_loop_thread();
-  }
+  detail::with_client(lease->link,
+                      [&](detail::LockHost& host) { loop_thread = host.in_loop_thread(); });
   if (loop_thread) {
     // Called from a callback: the release runs as soon as this callback returns.
     r.error = make_error_code(Errc::would_deadlock);

@@ -1,12 +1,14 @@
 // The public Client: validates input, hands work to the loop thread, and turns asynchronous
 // completions into blocking calls.
 #include "redlock/client.hpp"
+#include "redlock/mutex.hpp"
 
 #include <thread>
 
 #include "../core/keys.hpp"
+#include "../core/observe.hpp"
+#include "../net/tls.hpp"
 #include "client_impl.hpp"
-#include "tls.hpp"
 
 namespace redlock {
 namespace {
@@ -64,11 +66,11 @@ Client::Impl::Impl(Config config)
       coordinator_(loop_.get(), config_),
       link_(std::make_shared<detail::ClientLink>()),
       mutexes_(std::make_shared<detail::MutexTable>(link_)) {
-  link_->impl = this;
+  link_->host = this;
   loop_.set_log_config(&config_);
   coordinator_.set_poster(
       [link = std::weak_ptr<detail::ClientLink>(link_)](std::function<void()> task) {
-        post_via(link, [task = std::move(task)](Impl&) { task(); });
+        detail::post_via(link, [task = std::move(task)](detail::LockHost&) { task(); });
       });
   loop_.start();
   loop_.post([this] { coordinator_.start(); });
@@ -77,7 +79,7 @@ Client::Impl::Impl(Config config)
 Client::Impl::~Impl() {
   {
     std::lock_guard<std::mutex> lock(link_->mutex);
-    link_->impl = nullptr;  // handles that outlive us stop reaching in
+    link_->host = nullptr;  // handles that outlive us stop reaching in
   }
   int rc = loop_.stop([this] { coordinator_.shutdown(); });
   // As libuv's own tests do: a handle left open is a lifetime bug. Debug and sanitizer builds
@@ -86,15 +88,21 @@ Client::Impl::~Impl() {
   (void)rc;
 }
 
-bool post_via(const std::weak_ptr<detail::ClientLink>& link,
-              std::function<void(Client::Impl&)> task) {
+bool detail::post_via(const std::weak_ptr<ClientLink>& link, std::function<void(LockHost&)> task) {
   auto l = link.lock();
   if (!l) return false;
   std::lock_guard<std::mutex> lock(l->mutex);
-  if (l->impl == nullptr) return false;
-  Client::Impl* impl = l->impl;
-  return impl->loop_.post([impl, task = std::move(task)] { task(*impl); });
+  if (l->host == nullptr) return false;
+  LockHost* host = l->host;
+  return host->post([host, task = std::move(task)] { task(*host); });
 }
+
+// Here rather than in mutex.cpp: the client hands its table to the mutex, which then knows the
+// client only through the table's link.
+Mutex::Mutex(Client& client, std::string resource, MutexOptions options)
+    : table_(client.impl_->mutexes_),
+      resource_(std::move(resource)),
+      options_(std::move(options)) {}
 
 void Client::Impl::hold_async(AcquireRequest request, LostCallback on_lost,
                               std::function<void(HoldResult)> done) {

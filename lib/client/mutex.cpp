@@ -4,15 +4,11 @@
 
 #include <cstdio>
 
-#include "client_impl.hpp"
-#include "observe.hpp"
+#include "../core/observe.hpp"
+#include "handles.hpp"
+#include "handoff.hpp"
 
 namespace redlock {
-
-Mutex::Mutex(Client& client, std::string resource, MutexOptions options)
-    : table_(client.impl_->mutexes_),
-      resource_(std::move(resource)),
-      options_(std::move(options)) {}
 
 namespace {
 
@@ -21,13 +17,13 @@ namespace {
 HoldResult hold_via(const detail::MutexTable& table, AcquireRequest request, LostCallback on_lost) {
   auto handoff = std::make_shared<detail::Handoff<HoldResult>>();
   bool loop_thread = false;
-  bool alive = with_client(table.link, [&](Client::Impl& impl) {
-    if (impl.loop_.in_loop_thread()) {
+  bool alive = detail::with_client(table.link, [&](detail::LockHost& host) {
+    if (host.in_loop_thread()) {
       loop_thread = true;
       return;
     }
     // Only queued here: a client destroyed meanwhile ends it with Errc::shutting_down.
-    impl.hold_async(std::move(request), std::move(on_lost),
+    host.hold_async(std::move(request), std::move(on_lost),
                     [handoff](HoldResult r) { handoff->put(std::move(r)); });
   });
   HoldResult r;
@@ -126,7 +122,7 @@ void Mutex::report(std::error_code ec, const std::string& what) noexcept {
     }
     // The client's log, when the client is still there (copied: it is called outside the lock).
     LogHandler log;
-    with_client(table_->link, [&](Client::Impl& impl) { log = impl.config_.log; });
+    detail::with_client(table_->link, [&](detail::LockHost& host) { log = host.log(); });
     detail::write_log(&log, LogLevel::error, what + " (" + ec.message() + ")");
   } catch (...) {
   }

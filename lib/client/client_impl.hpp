@@ -1,5 +1,6 @@
-// Client::Impl: shared by the client and the handles (HeldLock, Mutex) that reach back to it
-// through a ClientLink, which tells them when the client is gone.
+// Client::Impl: the client's parts (configuration, loop thread, coordinator). The handles
+// (HeldLock, Mutex) reach it only as a detail::LockHost, through a ClientLink that tells them
+// when the client is gone (handles.hpp).
 #pragma once
 
 #include <sched.h>
@@ -10,40 +11,20 @@
 #include <thread>
 #include <unordered_map>
 
+#include "../net/loop.hpp"
 #include "coordinator.hpp"
+#include "handles.hpp"
 #include "handoff.hpp"
 #include "lease.hpp"
-#include "loop.hpp"
 #include "redlock/client.hpp"
 
 namespace redlock {
-
-namespace detail {
-
-// What the Mutex objects of one client share: the re-entry count of each resource (owner
-// thread, depth, the hold itself) and the way back to the client. Held by the client and by
-// each Mutex, so that a Mutex used after its client was destroyed finds this table and a dead
-// link (every call then fails with Errc::shutting_down), never freed memory.
-struct MutexTable {
-  explicit MutexTable(std::weak_ptr<ClientLink> client) : link(std::move(client)) {}
-
-  struct Held {
-    std::thread::id owner;
-    int depth = 0;
-    HeldLock lock;
-  };
-  const std::weak_ptr<ClientLink> link;
-  std::mutex mutex;
-  std::unordered_map<std::string, Held> held;  // guarded by mutex
-};
-
-}  // namespace detail
 
 // Members are declared in destruction-safe order: the coordinator (nodes, timers) goes after
 // the loop has been stopped in ~Impl; the loop next; the configuration, which nodes refer to,
 // last.
 // Hidden, although nested in an exported class: no part of the implementation is exported.
-class __attribute__((visibility("hidden"))) Client::Impl {
+class __attribute__((visibility("hidden"))) Client::Impl final : public detail::LockHost {
  public:
   explicit Impl(Config config);
   ~Impl();
@@ -75,33 +56,25 @@ class __attribute__((visibility("hidden"))) Client::Impl {
     return handoff->take();
   }
 
+  // detail::LockHost, for the handles.
+  bool post(std::function<void()> task) override { return loop_.post(std::move(task)); }
+  bool in_loop_thread() const override { return loop_.in_loop_thread(); }
+  void check_inbox_before_sleep() override { loop_.check_inbox_before_sleep(); }
+  void release_lease(const std::shared_ptr<detail::Lease>& lease,
+                     Client::ReleaseCallback done) override {
+    coordinator_.release_lease(lease, std::move(done));
+  }
   void hold_async(AcquireRequest request, LostCallback on_lost,
-                  std::function<void(HoldResult)> done);
+                  std::function<void(HoldResult)> done) override;
+  const LogHandler& log() const override { return config_.log; }
 
   Config config_;
   detail::EventLoop loop_;
   detail::Coordinator coordinator_;
   std::shared_ptr<detail::ClientLink> link_;
   // Shared with every Mutex of this client, which may outlive it. Destroyed first: the holds
-  // it may still keep then find the client gone (link_->impl is null) and only let go.
+  // it may still keep then find the client gone (link_->host is null) and only let go.
   std::shared_ptr<detail::MutexTable> mutexes_;
 };
-
-// Runs `task` on the loop of the client behind `link`; false when that client is gone.
-bool post_via(const std::weak_ptr<detail::ClientLink>& link,
-              std::function<void(Client::Impl&)> task);
-
-// Runs `f(impl)` on this thread while the client behind `link` cannot begin its destruction
-// (its link is locked: keep `f` short, never block in it); false, without calling `f`, when
-// that client is gone or going.
-template <typename F>
-bool with_client(const std::weak_ptr<detail::ClientLink>& link, F&& f) {
-  auto l = link.lock();
-  if (!l) return false;
-  std::lock_guard<std::mutex> lock(l->mutex);
-  if (l->impl == nullptr) return false;
-  f(*l->impl);
-  return true;
-}
 
 }  // namespace redlock

@@ -15,13 +15,7 @@
 
 namespace redlock::detail {
 
-class Coordinator;
-
-// Lets a handle reach its client from any thread, and know when the client is gone.
-struct ClientLink {
-  std::mutex mutex;
-  Client::Impl* impl = nullptr;  // guarded by mutex; null once the client is being destroyed
-};
+struct ClientLink;  // handles.hpp
 
 struct Lease {
   // Set when created on the loop, then read-only.
@@ -35,12 +29,10 @@ struct Lease {
 
   // Loop thread only.
   LostCallback on_lost;
-  Clock::time_point next_renewal{};
-  bool in_flight = false;  // a renewal is on its way
-  // Its place in the watchdog's heap, `unwatched` when not watched (released, lost, never added).
-  static constexpr std::size_t unwatched = static_cast<std::size_t>(-1);
-  std::size_t slot = unwatched;
-  bool watched() const noexcept { return slot != unwatched; }
+  // Its id in the watchdog (proto::WatchdogMachine), 0 when not watched (released, lost, never
+  // added).
+  std::uint64_t id = 0;
+  bool watched() const noexcept { return id != 0; }
 
   // Any thread.
   std::atomic<Clock::rep> valid_until_ticks{0};

@@ -1,0 +1,105 @@
+#include "acquire_job.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include "../core/observe.hpp"
+
+namespace redlock::detail {
+
+using std::chrono::microseconds;
+
+AcquireJob::AcquireJob(JobHost& host, proto::Context& context, uv_loop_t* loop,
+                       const AcquireRequest& request, Milliseconds ttl,
+                       Client::AcquireCallback done)
+    : host_(host),
+      config_(context.config()),
+      machine_(context, request, ttl, Clock::now(),
+               std::chrono::duration_cast<microseconds>(
+                   std::chrono::system_clock::now().time_since_epoch())
+                   .count()),
+      done_(std::move(done)),
+      cancel_(request.cancel) {
+  observe(config_, [&](Observer&) { began_ = Clock::now(); });
+  uv_timer_init(loop, &timer_);
+  timer_.data = this;
+}
+
+void AcquireJob::begin() {
+  proto::Actions out;
+  if (cancel_) {
+    auto* host = &host_;
+    auto id = machine_.id();
+    cancel_hook_ = cancel_state_of(*cancel_)->add([host, id, post = host_.poster()] {
+      if (post) post([host, id] { host->cancel_job(id); });
+    });
+    if (cancel_hook_ == 0) {  // cancelled before it began
+      machine_.cancel(Errc::cancelled, Clock::now(), out);
+      host_.run_job(out);
+      return;
+    }
+  }
+  machine_.start(Clock::now(), out);
+  host_.run_job(out);
+}
+
+void AcquireJob::on_timer() {
+  proto::Actions out;
+  machine_.on_timer(timer_id_, Clock::now(), out);
+  host_.run_job(out);
+}
+
+void AcquireJob::arm(proto::TimerId id, Clock::time_point at) {
+  timer_id_ = id;
+  auto wait = std::chrono::ceil<Milliseconds>(at - Clock::now());
+  uv_timer_start(
+      &timer_, [](uv_timer_t* t) { static_cast<AcquireJob*>(t->data)->on_timer(); },
+      static_cast<std::uint64_t>(std::max<Milliseconds::rep>(wait.count(), 0)), 0);
+}
+
+void AcquireJob::disarm() { uv_timer_stop(&timer_); }
+
+void AcquireJob::wait_began() {
+  observe(config_, [&](Observer& o) {
+    wait_began_ = Clock::now();
+    waited_ = true;
+    WaitEvent e;
+    e.phase = WaitPhase::started;
+    e.resources = &machine_.resources();
+    o.on_wait(e);
+  });
+}
+
+void AcquireJob::deliver(AcquireResult r) {
+  if (cancel_hook_ != 0) cancel_state_of(*cancel_)->remove(cancel_hook_);
+  cancel_hook_ = 0;
+  observe(config_, [&](Observer& o) {
+    auto now = Clock::now();
+    if (waited_) {
+      WaitEvent w;
+      w.phase = WaitPhase::ended;
+      w.resources = &machine_.resources();
+      w.error = r.error;
+      w.waited = std::chrono::duration_cast<microseconds>(now - wait_began_);
+      o.on_wait(w);
+    }
+    OperationEvent e;
+    e.operation = Operation::acquire;
+    e.error = r.error;
+    e.resources = &machine_.resources();
+    e.votes = &r.votes;
+    e.latency = std::chrono::duration_cast<microseconds>(now - began_);
+    e.attempts = r.attempts;
+    o.on_operation(e);
+  });
+  auto done = std::move(done_);
+  if (done) deliver_guarded("acquire", [&] { done(std::move(r)); });
+}
+
+void AcquireJob::close() {
+  uv_close(reinterpret_cast<uv_handle_t*>(&timer_),
+           [](uv_handle_t* h) { delete static_cast<AcquireJob*>(h->data); });
+}
+
+}  // namespace redlock::detail

@@ -1,0 +1,72 @@
+// One acquire (Client::acquire, hold, a Mutex's lock): drives one proto::AcquireMachine, which
+// takes every decision. This only gives it its timer and its cancel hook, and tells the
+// observer. The coordinator carries out its actions and brings it replies. Loop thread only.
+#pragma once
+
+#include <uv.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+
+#include "../proto/acquire.hpp"
+#include "lease.hpp"
+#include "redlock/client.hpp"
+
+namespace redlock::detail {
+
+// What a job needs of its driver (the coordinator).
+class JobHost {
+ public:
+  // Carries out the actions a job's machine wrote.
+  virtual void run_job(proto::Actions& actions) = 0;
+  // Loop thread: ends the wait of job `id` (its cancel token fired), if it still waits.
+  virtual void cancel_job(std::uint64_t id) = 0;
+  // Any thread: runs a task on the loop thread while the client lives (else drops it). A cancel
+  // token may fire on any thread at any time, even while the client is being destroyed.
+  using Poster = std::function<void(std::function<void()>)>;
+  virtual const Poster& poster() const = 0;
+
+ protected:
+  ~JobHost() = default;
+};
+
+class AcquireJob {
+ public:
+  AcquireJob(JobHost& host, proto::Context& context, uv_loop_t* loop, const AcquireRequest& request,
+             Milliseconds ttl, Client::AcquireCallback done);
+  AcquireJob(const AcquireJob&) = delete;
+  AcquireJob& operator=(const AcquireJob&) = delete;
+
+  // Starts its machine (or ends at once when its cancel token has fired already).
+  void begin();
+  proto::AcquireMachine& machine() noexcept { return machine_; }
+  std::uint64_t id() const noexcept { return machine_.id(); }
+
+  // The machine's actions about this job.
+  void arm(proto::TimerId id, Clock::time_point at);
+  void disarm();
+  void wait_began();
+  void deliver(AcquireResult r);
+
+  // Frees it once its timer is closed (its machine needs nothing more).
+  void close();
+
+ private:
+  ~AcquireJob() = default;
+  void on_timer();
+
+  JobHost& host_;
+  const Config& config_;
+  proto::AcquireMachine machine_;
+  Client::AcquireCallback done_;
+  std::optional<CancelToken> cancel_;
+  std::uint64_t cancel_hook_ = 0;
+  uv_timer_t timer_{};
+  proto::TimerId timer_id_ = 0;
+  Clock::time_point began_{};       // with an observer only: when the job began
+  Clock::time_point wait_began_{};  // with an observer only: when it began to wait
+  bool waited_ = false;             // with an observer only: on_wait(started) went out
+};
+
+}  // namespace redlock::detail

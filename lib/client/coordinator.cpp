@@ -1,0 +1,337 @@
+#include "coordinator.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "../core/observe.hpp"
+#include "../core/token.hpp"
+#include "../net/scripts.hpp"
+#include "../proto/notices.hpp"
+#include "status.hpp"
+
+namespace redlock::detail {
+
+// Client::extend() and Client::release(): a machine each, with its caller's callback.
+struct Coordinator::ExtendOp {
+  ExtendOp(proto::Context& context, std::uint64_t id, Lock lock, Milliseconds ttl,
+           Client::ExtendCallback callback)
+      : resources(context.config().observer ? lock.resources : std::vector<std::string>{}),
+        machine(context, id, std::move(lock), ttl),
+        done(std::move(callback)) {}
+  std::vector<std::string> resources;  // with an observer only
+  proto::ExtendMachine machine;
+  Client::ExtendCallback done;
+  Clock::time_point started = Clock::now();
+};
+
+struct Coordinator::ReleaseOp {
+  ReleaseOp(proto::Context& context, std::uint64_t id, Lock lock, Client::ReleaseCallback callback)
+      : resources(context.config().observer ? lock.resources : std::vector<std::string>{}),
+        machine(context, id, std::move(lock)),
+        done(std::move(callback)) {}
+  std::vector<std::string> resources;  // with an observer only
+  proto::ReleaseMachine machine;
+  Client::ReleaseCallback done;
+  Clock::time_point started = Clock::now();
+};
+
+Coordinator::Coordinator(uv_loop_t* loop, const Config& config)
+    : loop_(loop),
+      config_(config),
+      rng_(random_seed()),
+      waiters_(
+          loop, config, [this] { return rng_(); }, *this) {
+  auto addresses = std::make_shared<std::vector<std::string>>();
+  for (std::size_t i = 0; i < config_.nodes.size(); ++i) {
+    nodes_.push_back(
+        std::make_unique<Node>(loop_, i, config_.nodes[i], config_, rng_(), nullptr,
+                               std::vector<const Script*>{&script_acquire, &script_renew,
+                                                          &script_release, &script_fence}));
+    nodes_.back()->set_server_ids(&server_ids_);
+    addresses->push_back(nodes_.back()->address());
+  }
+  addresses_ = std::move(addresses);
+  // The protocol's decisions (proto/): tokens from the OS CSPRNG, jitter from rng_; the turn
+  // channel is random, so that this client's waiters are told apart from others'.
+  auto channel = proto::turn_channel_name(config_.key_prefix, rng_());
+  proto_ = std::make_unique<proto::Context>(
+      config_, nodes_.size(), std::move(channel), [](std::string& out) { return new_token(out); },
+      [this] { return rng_(); }, addresses_);
+  watchdog_ = std::make_unique<Watchdog>(*proto_, config_);
+  uv_timer_init(loop_, &drain_timer_);
+  drain_timer_.data = this;
+  uv_timer_init(loop_, &watchdog_timer_);
+  watchdog_timer_.data = this;
+}
+
+Coordinator::~Coordinator() = default;
+
+void Coordinator::start() {
+  set_thread_config(&config_);  // on the loop thread: deliver_guarded reports to our log
+  for (auto& n : nodes_) n->start();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Carrying out the machines' actions
+
+void Coordinator::run(proto::Actions& actions, Route caller) {
+  // A reply refused at once comes back inside run() (InFlight::start): jobs are reaped only by
+  // the outermost run, once every action of theirs (their result above all) has been carried out.
+  ++running_;
+  for (auto& action : actions) {
+    if (auto* send = std::get_if<proto::Send>(&action)) {
+      ++live_requests_;
+      InFlight::start(nodes_, loop_, *send,
+                      send->job != 0 ? Route{Route::To::acquire, send->job} : caller, *this);
+    } else if (auto* arm = std::get_if<proto::ArmTimer>(&action)) {
+      if (arm->job != 0) {
+        if (auto it = jobs_.find(arm->job); it != jobs_.end()) it->second->arm(arm->id, arm->at);
+      } else if (caller.to == Route::To::watchdog) {
+        watchdog_timer_id_ = arm->id;
+        arm_watchdog(arm->at);
+      }
+    } else if (auto* stop = std::get_if<proto::CancelTimer>(&action)) {
+      if (stop->job != 0) {
+        if (auto it = jobs_.find(stop->job); it != jobs_.end()) it->second->disarm();
+      } else if (caller.to == Route::To::watchdog && !watchdog_timer_closed_) {
+        uv_timer_stop(&watchdog_timer_);
+      }
+    } else if (auto* sub = std::get_if<proto::Subscribe>(&action)) {
+      waiters_.subscribe(sub->channel);
+    } else if (auto* unsub = std::get_if<proto::Unsubscribe>(&action)) {
+      waiters_.unsubscribe(unsub->channel);
+    } else if (auto* began = std::get_if<proto::WaitBegan>(&action)) {
+      if (auto it = jobs_.find(began->job); it != jobs_.end()) it->second->wait_began();
+    } else if (auto* done = std::get_if<proto::DeliverAcquire>(&action)) {
+      if (auto it = jobs_.find(done->job); it != jobs_.end())
+        it->second->deliver(std::move(done->result));
+      reap_.push_back(done->job);
+    } else if (auto* ext = std::get_if<proto::DeliverExtend>(&action)) {
+      auto it = extends_.find(ext->op);
+      if (it == extends_.end()) continue;
+      auto op = std::move(it->second);
+      extends_.erase(it);
+      notify_operation(config_, Operation::extend, ext->result.error, ext->result.votes,
+                       op->resources, op->started);
+      deliver_guarded("extend", [&] { op->done(std::move(ext->result)); });
+    } else if (auto* rel = std::get_if<proto::DeliverRelease>(&action)) {
+      auto it = releases_.find(rel->op);
+      if (it == releases_.end()) continue;
+      auto op = std::move(it->second);
+      releases_.erase(it);
+      notify_operation(config_, Operation::release, rel->result.error, rel->result.votes,
+                       op->resources, op->started);
+      deliver_guarded("release", [&] { op->done(std::move(rel->result)); });
+    } else if (auto* renewed = std::get_if<proto::Renewed>(&action)) {
+      watchdog_->renewed(*renewed);
+    } else if (auto* news = std::get_if<proto::RenewDecided>(&action)) {
+      watchdog_->renew_decided(*news);
+    } else if (auto* lost = std::get_if<proto::Lost>(&action)) {
+      watchdog_->lost(*lost);
+    }
+  }
+  if (--running_ == 0) reap();
+}
+
+void Coordinator::on_votes(Route route, proto::RequestId id, std::size_t node,
+                           std::vector<NodeVote> votes) {
+  proto::Actions out;
+  auto now = Clock::now();
+  switch (route.to) {
+    case Route::To::acquire: {
+      auto it = jobs_.find(route.id);
+      if (it == jobs_.end()) return;
+      it->second->machine().on_reply(id, node, std::move(votes), now, out);
+      reap_.push_back(route.id);
+      break;
+    }
+    case Route::To::extend: {
+      auto it = extends_.find(route.id);
+      if (it == extends_.end()) return;
+      it->second->machine.on_reply(id, node, std::move(votes), now, out);
+      break;
+    }
+    case Route::To::release: {
+      auto it = releases_.find(route.id);
+      if (it == releases_.end()) return;
+      it->second->machine.on_reply(id, node, std::move(votes), now, out);
+      break;
+    }
+    case Route::To::watchdog:
+      watchdog_->machine().on_reply(id, node, std::move(votes), now, out);
+      break;
+  }
+  run(out, route);
+}
+
+void Coordinator::on_request_ended() {
+  if (--live_requests_ == 0 && shutting_down_) close_nodes();
+}
+
+void Coordinator::on_notice(std::size_t node, std::string_view channel, std::string_view payload) {
+  proto::Actions out;
+  proto_->notices().on_message(node, channel, payload, Clock::now(), out);
+  run(out, Route{});
+}
+
+void Coordinator::on_notice_subscribed(std::size_t node, std::string_view channel) {
+  proto::Actions out;
+  proto_->notices().on_subscribed(node, channel, Clock::now(), out);
+  run(out, Route{});
+}
+
+void Coordinator::arm_watchdog(Clock::time_point at) {
+  if (watchdog_timer_closed_) return;
+  auto wait = std::chrono::ceil<Milliseconds>(at - Clock::now());
+  uv_timer_start(
+      &watchdog_timer_,
+      [](uv_timer_t* t) { static_cast<Coordinator*>(t->data)->on_watchdog_timer(); },
+      static_cast<std::uint64_t>(std::max<Milliseconds::rep>(wait.count(), 0)), 0);
+}
+
+void Coordinator::on_watchdog_timer() {
+  proto::Actions out;
+  watchdog_->machine().on_timer(watchdog_timer_id_, Clock::now(), out);
+  run(out, Route{Route::To::watchdog, 0});
+}
+
+void Coordinator::reap() {
+  while (!reap_.empty()) {
+    auto job = reap_.back();
+    reap_.pop_back();
+    auto it = jobs_.find(job);
+    if (it == jobs_.end() || !it->second->machine().done()) continue;
+    auto* j = it->second;
+    jobs_.erase(it);
+    j->close();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Operations
+
+void Coordinator::acquire(AcquireRequest request, Milliseconds ttl, Client::AcquireCallback done) {
+  auto* job = new AcquireJob(*this, *proto_, loop_, request, ttl, std::move(done));
+  jobs_.emplace(job->id(), job);
+  job->begin();
+}
+
+void Coordinator::cancel_job(std::uint64_t id) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return;
+  proto::Actions out;
+  it->second->machine().cancel(Errc::cancelled, Clock::now(), out);
+  reap_.push_back(id);
+  run(out, Route{});
+}
+
+void Coordinator::hold(AcquireRequest request, Milliseconds ttl, bool renew, LostCallback on_lost,
+                       std::weak_ptr<ClientLink> link,
+                       std::function<void(AcquireResult, std::shared_ptr<Lease>)> done) {
+  acquire(std::move(request), ttl,
+          [this, renew, on_lost = std::move(on_lost), link = std::move(link),
+           done = std::move(done)](AcquireResult r) mutable {
+            if (!r) {
+              done(std::move(r), nullptr);
+              return;
+            }
+            auto lease = std::make_shared<Lease>();
+            lease->resources = r.lock.resources;
+            lease->keys = proto_->keys_of(r.lock.resources);
+            lease->token = r.lock.token;
+            lease->fencing_token = r.lock.fencing_token;
+            lease->ttl = r.lock.ttl;
+            lease->renew = renew;
+            lease->link = std::move(link);
+            lease->on_lost = std::move(on_lost);
+            lease->set_valid_until(r.lock.valid_until);
+            proto::Actions out;
+            watchdog_->add(lease, Clock::now(), out);
+            run(out, Route{Route::To::watchdog, 0});
+            done(std::move(r), std::move(lease));
+          });
+}
+
+void Coordinator::extend(Lock lock, Milliseconds ttl, Client::ExtendCallback done) {
+  auto id = proto_->next_job();
+  auto& op = extends_[id];
+  op = std::make_unique<ExtendOp>(*proto_, id, std::move(lock), ttl, std::move(done));
+  proto::Actions out;
+  op->machine.start(op->started, out);
+  run(out, Route{Route::To::extend, id});
+}
+
+void Coordinator::release(Lock lock, Client::ReleaseCallback done) {
+  auto id = proto_->next_job();
+  auto& op = releases_[id];
+  op = std::make_unique<ReleaseOp>(*proto_, id, std::move(lock), std::move(done));
+  proto::Actions out;
+  op->machine.start(op->started, out);
+  run(out, Route{Route::To::release, id});
+}
+
+void Coordinator::release_lease(const std::shared_ptr<Lease>& lease, Client::ReleaseCallback done) {
+  if (lease->released.exchange(true)) {
+    ReleaseResult r;
+    r.error = make_error_code(Errc::not_held);
+    r.detail = "already released";
+    deliver_guarded("release", [&] { done(std::move(r)); });
+    return;
+  }
+  proto::Actions out;
+  watchdog_->remove(lease, Clock::now(), out);  // no renewal can follow the release
+  run(out, Route{Route::To::watchdog, 0});
+  Lock lock;
+  lock.resources = lease->resources;
+  lock.token = lease->token;
+  release(std::move(lock), std::move(done));
+}
+
+void Coordinator::status(Client::StatusCallback done) {
+  StatusQuery::start(nodes_, loop_, std::move(done));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shutdown
+
+void Coordinator::shutdown() {
+  shutting_down_ = true;
+  proto_->shut_down();
+  // Jobs waiting for their next attempt end now; attempts in flight end with their requests.
+  std::vector<std::uint64_t> jobs;
+  for (auto& [id, job] : jobs_) jobs.push_back(id);
+  for (auto id : jobs) {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) continue;
+    proto::Actions out;
+    it->second->machine().cancel(Errc::shutting_down, Clock::now(), out);
+    reap_.push_back(id);
+    run(out, Route{});
+  }
+  proto::Actions out;
+  watchdog_->shutdown(Clock::now(), out);
+  run(out, Route{Route::To::watchdog, 0});
+  watchdog_timer_closed_ = true;
+  uv_close(reinterpret_cast<uv_handle_t*>(&watchdog_timer_), nullptr);
+  waiters_.shutdown();
+  // Drain: requests in flight (releases after a verdict that needed only a quorum, clean-up of
+  // a failed attempt) still reach every server. Nodes close when the last one ends, or when the
+  // timer says the wait has lasted one request timeout.
+  if (live_requests_ == 0) {
+    close_nodes();
+    return;
+  }
+  uv_timer_start(
+      &drain_timer_, [](uv_timer_t* t) { static_cast<Coordinator*>(t->data)->close_nodes(); },
+      static_cast<std::uint64_t>(config_.request_timeout.count()), 0);
+}
+
+void Coordinator::close_nodes() {
+  if (nodes_closed_) return;
+  nodes_closed_ = true;
+  uv_close(reinterpret_cast<uv_handle_t*>(&drain_timer_), nullptr);
+  // Fails whatever is still pending with Errc::shutting_down (extends and releases included).
+  for (auto& n : nodes_) n->shutdown();
+}
+
+}  // namespace redlock::detail

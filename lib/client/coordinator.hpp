@@ -1,0 +1,101 @@
+// The driver of the protocol core: the client's machines (proto/: acquire jobs, extends,
+// releases, the watchdog, the notices) take every decision; this carries out their actions
+// over the nodes' connections (net/) and the loop's timers, and brings each machine its
+// replies, timers, notices and cancels. It owns the nodes and the drain at shutdown.
+// Loop thread only.
+#pragma once
+
+#include <uv.h>
+
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "../core/safeguards.hpp"
+#include "../net/node.hpp"
+#include "../proto/single.hpp"
+#include "acquire_job.hpp"
+#include "in_flight.hpp"
+#include "lease.hpp"
+#include "redlock/client.hpp"
+#include "waiters.hpp"
+#include "watchdog.hpp"
+
+namespace redlock::detail {
+
+class Coordinator final : JobHost, VoteSink, NoticeListener {
+ public:
+  Coordinator(uv_loop_t* loop, const Config& config);
+  ~Coordinator();
+
+  void start();
+  // Stops accepting work, lets what is in flight finish (clean-up releases included) for up to
+  // one request timeout, then fails the rest with Errc::shutting_down and closes every handle.
+  void shutdown();
+
+  void acquire(AcquireRequest request, Milliseconds ttl, Client::AcquireCallback done);
+  // Acquires, then keeps the lock under the watchdog (renewed when `renew`).
+  void hold(AcquireRequest request, Milliseconds ttl, bool renew, LostCallback on_lost,
+            std::weak_ptr<ClientLink> link,
+            std::function<void(AcquireResult, std::shared_ptr<Lease>)> done);
+  // How tasks reach the loop from other threads (cancel tokens); set by the client.
+  void set_poster(Poster post) { post_to_loop_ = std::move(post); }
+  void extend(Lock lock, Milliseconds ttl, Client::ExtendCallback done);
+  void release(Lock lock, Client::ReleaseCallback done);
+  // Stops watching a held lock, then releases it.
+  void release_lease(const std::shared_ptr<Lease>& lease, Client::ReleaseCallback done);
+  void status(Client::StatusCallback done);
+
+ private:
+  struct ExtendOp;
+  struct ReleaseOp;
+
+  // Carries out what a machine asked for, in order. `caller`: whom a Send or a timer without a
+  // job belongs to (the machine that was called).
+  void run(proto::Actions& actions, Route caller);
+  void arm_watchdog(Clock::time_point at);
+  void on_watchdog_timer();
+  // Frees the jobs in reap_ whose machines need nothing more.
+  void reap();
+  void close_nodes();
+
+  // JobHost
+  void run_job(proto::Actions& actions) override { run(actions, Route{}); }
+  void cancel_job(std::uint64_t id) override;
+  const Poster& poster() const override { return post_to_loop_; }
+  // VoteSink
+  void on_votes(Route route, proto::RequestId id, std::size_t node,
+                std::vector<NodeVote> votes) override;
+  void on_request_ended() override;
+  // NoticeListener
+  void on_notice(std::size_t node, std::string_view channel, std::string_view payload) override;
+  void on_notice_subscribed(std::size_t node, std::string_view channel) override;
+
+  uv_loop_t* loop_;
+  const Config& config_;
+  std::mt19937_64 rng_;
+  ServerIds server_ids_;  // before nodes_: the nodes refer to it
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::shared_ptr<const std::vector<std::string>> addresses_;
+  std::unique_ptr<proto::Context> proto_;
+  Waiters waiters_;
+  std::unique_ptr<Watchdog> watchdog_;  // made with proto_
+  uv_timer_t watchdog_timer_{};
+  proto::TimerId watchdog_timer_id_ = 0;
+  bool watchdog_timer_closed_ = false;
+  std::unordered_map<std::uint64_t, AcquireJob*> jobs_;
+  std::unordered_map<std::uint64_t, std::unique_ptr<ExtendOp>> extends_;
+  std::unordered_map<std::uint64_t, std::unique_ptr<ReleaseOp>> releases_;
+  bool shutting_down_ = false;
+  std::size_t live_requests_ = 0;
+  bool nodes_closed_ = false;
+  uv_timer_t drain_timer_{};
+  Poster post_to_loop_;
+  std::vector<std::uint64_t> reap_;  // jobs that may be done
+  int running_ = 0;                  // depth of run()
+};
+
+}  // namespace redlock::detail
