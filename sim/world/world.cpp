@@ -36,6 +36,10 @@ constexpr std::int64_t kEpochMs = 1'767'225'600'000;
 // protocol must cap a turn at this, whatever the waiter's ticket asks for, and end it once its
 // listener is gone: acquire.lua's and release.lua's MAX_TURN, and their PUBSUB NUMSUB.
 constexpr std::int64_t kTurnCap = 2000 * 1000;
+// The ttls an extend asks for, in percent of the holder's lease: shorter, the same, longer. The
+// longest counts as a lease in use (checker 5's bound, the restart guard).
+const std::vector<int> kExtendPercents = {25, 50, 100, 100, 150};
+constexpr int kExtendMaxPercent = 150;
 
 const std::vector<std::string> kFaultKinds = {
     "crash_keep",  // node crash, restart with its data (persistence)
@@ -202,6 +206,7 @@ struct UserOp {
   std::vector<std::string> resources;
   std::uint64_t job = 0;
   bool waiting = false, granted = false, done = false;
+  bool extending = false;  // an extend is on its way; its result schedules the release
   Us wait_start = 0;
   Us wait_deadline_true = 0;
   Lock lock;
@@ -318,6 +323,8 @@ class World {
   void storage_write(int c);
   void kill(int c, const std::string& why);
   void close_claim(UserOp& op, Us cap);
+  void expect_lost(int c);
+  void schedule_release(int c, Us within);
 
   // --- network ---
   void send(int c, const proto::Send& s);
@@ -466,6 +473,8 @@ void World::draw_scenario() {
     c.die_on_turn = on("die") && rng_.chance(0.3);
     clients_.push_back(std::move(c));
   }
+  // An extend may ask for more than the lease (kExtendPercents): the largest ttl a key is given.
+  max_ttl_ = Milliseconds(max_ttl_.count() * kExtendMaxPercent / 100);
   for (auto& c : clients_) {
     // The restart guard keeps a node out for the largest lease in use (safeguards.hpp).
     c.config.watchdog_lease = c.config.ttl;
@@ -586,6 +595,10 @@ void World::apply(int c, Actions& out) {
       }
       trace("c" + std::to_string(c) + " extend " + (e->result ? "ok" : e->result.error.message()) +
             " believes until " + fmt_t(us(cl.op.lock.valid_until)) + " (local)");
+      if (cl.op.extending && !cl.op.done) {
+        cl.op.extending = false;
+        schedule_release(c, us(cl.op.lock.valid_until) - local(cl));
+      }
     } else if (std::get_if<proto::DeliverRelease>(&a)) {
       // Nothing to do: the claim ended when the release left.
     } else if (auto* r = std::get_if<proto::Renewed>(&a)) {
@@ -594,6 +607,7 @@ void World::apply(int c, Actions& out) {
         claims_[cl.op.claim].deadline_local = us(r->valid_until);
         trace("c" + std::to_string(c) + " renewed, believes until " + fmt_t(us(r->valid_until)) +
               " (local)");
+        expect_lost(c);
       }
     } else if (auto* l = std::get_if<proto::Lost>(&a)) {
       if (!cl.has_op || cl.op.lease != l->lease) continue;
@@ -705,6 +719,7 @@ void World::op_granted(int c, const AcquireResult& r) {
     Actions out;
     op.lease = cl.brain->watch(op.lock, cnow(cl), out);
     apply(c, out);
+    expect_lost(c);
     user_step(
         c, step, [this, c] { op_end(c, true); }, rng_.range(ttl, 3 * ttl));
     return;
@@ -719,18 +734,56 @@ void World::op_granted(int c, const AcquireResult& r) {
     return;
   }
   if (rng_.chance(0.3)) {
+    // An extend, to the lease's ttl or to a shorter or a longer one: the nodes must never shorten
+    // a key (the holder keeps the later of its two deadlines), and the holder then holds on to
+    // the end of what it believes (schedule_release), so a key shorter than the belief, or a
+    // belief no quorum confirmed, meets the next holder (checker 1).
+    Us ext = ttl * rng_.pick(kExtendPercents) / 100;
     user_step(
         c, step,
-        [this, c] {
+        [this, c, ext] {
           auto& me = clients_[c];
+          me.op.extending = true;
+          trace("c" + std::to_string(c) + " extends to " + std::to_string(ext / kMs) + "ms");
           Actions out;
-          me.brain->extend(me.op.lock, me.config.ttl, cnow(me), out);
+          me.brain->extend(me.op.lock, Milliseconds(ext / kMs), cnow(me), out);
           apply(c, out);
         },
         rng_.range(0, ttl / 2));
+    // Only if the extend's result never came (it always does, at the latest on the timeouts).
+    user_step(
+        c, step, [this, c] { op_end(c, true); }, 3 * ttl);
+    return;
   }
   user_step(
       c, step, [this, c] { op_end(c, true); }, rng_.range(0, ttl));
+}
+
+void World::schedule_release(int c, Us within) {
+  auto& op = clients_[c].op;
+  ++op.step;  // the fallback release is void now
+  user_step(
+      c, op.step, [this, c] { op_end(c, true); }, rng_.range(within / 2, std::max(within, Us(0))));
+}
+
+void World::expect_lost(int c) {
+  // Checker 3, its other half: a watched lock whose believed deadline passes without a renewal
+  // is reported lost by then (the watchdog's timer fires on the client's clock when it reads the
+  // deadline less its margin). Looked at 1 ms of true time after the clock reads the deadline.
+  auto& cl = clients_[c];
+  auto lease = cl.op.lease;
+  Us deadline = us(cl.op.lock.valid_until);
+  at(cl.clock.when(deadline, now_) + kMs, [this, c, lease, deadline] {
+    auto& me = clients_[c];
+    if (!me.alive || !me.has_op || me.op.lease != lease || lease == 0) return;
+    if (us(me.op.lock.valid_until) != deadline) return;  // renewed meanwhile: a later look
+    if (local(me) < deadline) return expect_lost(c);     // its clock went back meanwhile
+    // A stalled client hears it when it runs again (the late half judges that).
+    if (now_ < me.paused_until || me.last_pause_end >= me.clock.first_reading(deadline)) return;
+    violation("checker 3: c" + std::to_string(c) + " still holds a watched lock at local " +
+              fmt_t(local(me)) + ", past its believed deadline " + fmt_t(deadline) +
+              ", and heard nothing of it lost");
+  });
 }
 
 void World::storage_write(int c) {
