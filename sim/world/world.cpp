@@ -927,12 +927,14 @@ void World::send_one(int c, std::size_t n, RequestId id, std::shared_ptr<const p
     conn.incarnation = nd.incarnation;
     conn.loaded = false;
     conn_owner_[conn.id] = ConnRef{c, n, false};
-    // The handshake: INFO tells the node's uptime; the restart guard judges it.
-    if (cl.config.restart_guard.count() > 0) {
-      Us up_ms = node_ms(n) - nd.redis->started_at_ms();
-      Us threshold = detail::restart_threshold(cl.config).count();
-      conn.eligible_at = up_ms < threshold ? local(cl) + (threshold - up_ms) * kMs : 0;
-    }
+    // The handshake, as lib/net/node.cpp's: the node's INFO, read and judged by the library's
+    // safeguards (lib/core/safeguards.hpp); with the restart guard on, a node younger than the
+    // largest lease in use stays ineligible for the rest of it.
+    auto info = nd.redis->execute({"INFO"}, node_ms(n), conn.id);
+    auto check = detail::judge(detail::parse_info(info.str), cl.config, std::string());
+    conn.eligible_at = check.ineligible_for.count() > 0
+                           ? local(cl) + static_cast<Us>(check.ineligible_for.count()) * kMs
+                           : 0;
   }
   // The restart guard refuses what could grant; releases, renewals and write-backs go through.
   bool may_grant =
@@ -1229,7 +1231,8 @@ void World::crash(std::size_t n, bool keep, Us down_for) {
   nd.up = false;
   nd.down_since = now_;
   // The restart guard keeps the node out for the largest lease after it is back.
-  faulty(now_ + down_for + (guard_ ? max_ttl_.count() * kMs : 0) + 500 * kMs);
+  // (INFO's uptime is whole seconds, rounded down: up to 1 s more.)
+  faulty(now_ + down_for + (guard_ ? max_ttl_.count() * kMs + kSec : 0) + 500 * kMs);
   for (std::size_t c = 0; c < clients_.size(); ++c)
     fail_conn(static_cast<int>(c), n, Errc::connection_lost);
   nd.open.clear();
