@@ -650,6 +650,20 @@ void World::start_op(int c) {
   std::vector<OpKind> kinds = {OpKind::try_acquire, OpKind::wait, OpKind::wait,
                                OpKind::fenced,      OpKind::hold, OpKind::cancel};
   if (resources_.size() > 1) kinds.push_back(OpKind::multi);
+  if (on("collide") && rng_.chance(0.1)) {
+    // A name with the reserved byte names another resource's auxiliary key ("r\0queue" is r's
+    // line): the library refuses it before any command is sent, by its own check (keys.hpp).
+    static const std::vector<std::string> aux = {"queue", "turns", "others", "fence"};
+    std::string name = "r";
+    name.push_back(detail::kReservedByte);
+    name += rng_.pick(aux);
+    if (detail::resource_name_problem(name) == nullptr)
+      violation("c" + std::to_string(c) + " may lock resource " + escape_bytes(name) +
+                ", another resource's auxiliary key");
+    trace("c" + std::to_string(c) + " is refused resource " + escape_bytes(name));
+    schedule_next_op(c);
+    return;
+  }
   UserOp op;
   op.kind = rng_.pick(kinds);
   op.step = cl.op.step + 1;
