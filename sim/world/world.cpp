@@ -54,6 +54,7 @@ const std::vector<std::string> kFaultKinds = {
     "noscript",    // connections do not load the scripts first: EVALSHA meets NOSCRIPT
     "long_turn",   // a client whose turn length (its request timeout) is long
     "collide",     // resource names that are other resources' auxiliary keys (r, r:turns, ...)
+    "odd_reply",   // a node answers acquires with replies of other shapes, without running them
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -243,6 +244,7 @@ struct NodeState {
   Us busy_until = 0;
   Us slow_until = 0;
   Us isolated_until = 0;
+  Us odd_until = 0;  // answers acquires with odd shapes until then (odd_reply)
   Us down_since = 0;
   std::set<std::uint64_t> open;  // node-side open connection ids
 };
@@ -343,6 +345,28 @@ class World {
   void deliver_pubsub(std::size_t n);
   void sub_connect(int c, std::size_t n);
   void sub_send(int c, std::size_t n, const std::string& verb, const std::string& channel);
+  // A reply of another shape than the acquire script's: {1, fence} is a grant, {0, ...} a no.
+  Value odd_reply() {
+    using V = Value;
+    switch (rng_.range(0, 7)) {
+      case 0:
+        return V::array({V::integer(1)});
+      case 1:
+        return V::array({V::integer(1), V::bulk("7")});
+      case 2:
+        return V::array({V::integer(1), V::integer(-1)});
+      case 3:
+        return V::array({V::integer(1), V::integer(3), V::bulk("x")});
+      case 4:
+        return V::array({V::integer(2), V::integer(0)});
+      case 5:
+        return V::integer(1);
+      case 6:
+        return V::status("OK");
+      default:
+        return V::array({});
+    }
+  }
   std::int64_t node_ms(std::size_t n) const { return kEpochMs + nodes_[n].clock.local(now_) / kMs; }
   std::vector<std::string> argv_of(const proto::Request& r, bool as_eval) const;
 
@@ -1018,11 +1042,22 @@ void World::node_receive(int c, std::size_t n, std::uint64_t conn_id, std::uint6
       nd.redis->execute({"SCRIPT", "LOAD", std::string(sc.body)}, node_ms(n), conn_id);
   ++scripts_;
   Value reply;
-  try {
-    reply = nd.redis->execute(argv, node_ms(n), conn_id);
-  } catch (const std::exception& e) {
-    violation(std::string("model gap: ") + e.what());
-    return;
+  bool acquire = argv.size() >= 2 && ((argv[0] == "EVALSHA" && argv[1] == kAcquire.sha) ||
+                                      (argv[0] == "EVAL" && argv[1] == kAcquire.body));
+  if (acquire && now_ < nd.odd_until) {
+    // Something else answers for the acquire script (another program at the port, another
+    // version of the scripts): a reply of another shape than the script's, decoded by the
+    // library's own decoder (lib/core/replies.cpp). None of them is a grant; nothing ran.
+    reply = odd_reply();
+    trace("n" + std::to_string(n) + " answers c" + std::to_string(c) +
+          " oddly: " + reply.to_string());
+  } else {
+    try {
+      reply = nd.redis->execute(argv, node_ms(n), conn_id);
+    } catch (const std::exception& e) {
+      violation(std::string("model gap: ") + e.what());
+      return;
+    }
   }
   if (opt_.trace) {
     trace("n" + std::to_string(n) + " ran for c" + std::to_string(c) + ": " + reply.to_string());
@@ -1392,10 +1427,22 @@ void World::schedule_faults() {
         at(now_ + len, [this, n] { nodes_[n].redis->set_oom(false); });
       });
     }
+  if (on("odd_reply"))
+    for (int i = some(1, 2); i > 0; --i) {
+      auto n = static_cast<std::size_t>(rng_.range(0, static_cast<std::int64_t>(nn) - 1));
+      Us len = rng_.range(50 * kMs, 1 * kSec);
+      at(rng_.range(0, span), [this, n, len] {
+        trace("FAULT n" + std::to_string(n) + " answers acquires oddly for " +
+              std::to_string(len / kMs) + " ms");
+        nodes_[n].odd_until = std::max(nodes_[n].odd_until, now_ + len);
+        faulty(now_ + len + 500 * kMs);
+      });
+    }
   // The quiet end: from active_end_ on, every fault is healed.
   at(active_end_, [this] {
     trace("quiet period begins: faults healed");
     for (std::size_t n = 0; n < nodes_.size(); ++n) {
+      nodes_[n].odd_until = 0;
       nodes_[n].slow_until = 0;
       nodes_[n].isolated_until = 0;
       nodes_[n].redis->set_oom(false);
