@@ -422,6 +422,8 @@ class World {
   std::map<std::string, std::uint64_t> storage_max_;
   std::vector<Write> accepted_;
   std::map<std::string, Us> free_since_;
+  // Per resource free on every node: the waiters in line seen meanwhile, (client, op) -> start.
+  std::map<std::string, std::map<std::pair<int, std::uint64_t>, Us>> waited_while_free_;
   std::set<std::string> liveness_reported_;
 };
 
@@ -1501,6 +1503,7 @@ void World::liveness_probe() {
   }
   if (now_ < faulty_until_) {
     free_since_.clear();
+    waited_while_free_.clear();
     return;
   }
   for (const auto& r : resources_) {
@@ -1509,10 +1512,18 @@ void World::liveness_probe() {
       free = nodes_[n].up && !nodes_[n].redis->key(prefix_ + r, node_ms(n)).has_value();
     if (!free) {
       free_since_.erase(r);
+      waited_while_free_.erase(r);
       continue;
     }
     auto it = free_since_.emplace(r, now_).first;
     Us since = it->second;
+    // Every live waiter seen in line for r while it is free: one that has given up since
+    // (its late request timed out) may still have had its turn in this stretch.
+    auto& seen = waited_while_free_[r];
+    for (const auto& other : clients_)
+      if (other.alive && other.has_op && other.op.waiting && other.op.resources.size() == 1 &&
+          other.op.resources[0] == r)
+        seen[{other.index, other.op.step}] = other.op.wait_start;
     if (now_ - since < bound_free_ || liveness_reported_.count(r) != 0) continue;
     for (const auto& cl : clients_) {
       const auto& op = cl.op;
@@ -1527,11 +1538,8 @@ void World::liveness_probe() {
       // first (a waiter that is slow to come, not gone: its channel still listens), so each
       // adds one turn, its notice and its request.
       std::size_t ahead = 0;
-      for (const auto& other : clients_)
-        if (&other != &cl && other.alive && other.has_op && other.op.waiting &&
-            other.op.resources.size() == 1 && other.op.resources[0] == r &&
-            other.op.wait_start < op.wait_start)
-          ++ahead;
+      for (const auto& [who, began] : seen)
+        if (who.first != cl.index && began < op.wait_start) ++ahead;
       Us bound = bound_free_ + 2 * (cl.config.request_timeout.count() - 200) * kMs +
                  static_cast<Us>(ahead) * (kTurnCap + 2 * 200 * kMs);
       if (now_ - since < bound) continue;
