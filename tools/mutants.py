@@ -4,11 +4,11 @@
 Copies the working tree's tracked files into a scratch directory, builds the unit, integration,
 CLI and simulator tests once, then applies each mutant below in turn (an exact text replacement
 in one file) and rebuilds incrementally. Each mutant meets, in this order:
-  1. the simulator (sim): `redlock_sim` with the seeds and options recorded for it, or seeds
-     0..1999 when none are recorded, stopping at the first failing seed (at most 60 s). Mutants in
-     lib/net (the I/O layer, which the simulator does not run) skip this step;
+  1. the simulator (sim): `redlock_sim` with the seeds and options recorded for it (with
+     --sim-only, seeds 0..19999 when none are recorded), stopping at the first failing seed, at
+     most 60 s. Mutants in lib/net (the I/O layer, which the simulator does not run) skip it;
   2. the ctest test that killed it last time (test): only that test's executable is rebuilt and
-     only that test runs;
+     only that test runs (60 s at most, twice);
   3. the whole suite (suite), run until the first failure (after one unmutated run of the whole
      suite, so a failure means the mutant).
 The killers of steps 1 and 2 are kept in tools/mutants_killers.tsv (mutant, test, simulator
@@ -186,7 +186,7 @@ KILLERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mutants_kill
 LABELS = "unit|integration|cli|sim"
 # The simulator runs lib/core, lib/proto and lib/scripts; lib/net's I/O layer is not in its reach.
 OUT_OF_SIM_REACH = ("lib/net/",)
-SIM_DEFAULT = "--seeds 0..1999"  # for a mutant in reach without a recorded simulator killer
+SIM_DEFAULT = "--seeds 0..19999"  # with --sim-only, for a mutant without a recorded sim killer
 SIM_TIMEOUT = 60  # seconds: a simulator killer must kill in seconds
 
 
@@ -310,10 +310,13 @@ def main():
         def build_cmd(targets):
             return ["cmake", "--build", build, "-j", str(args.jobs), "--target"] + targets
 
-        def ctest(extra, tries=2):
+        def ctest(extra, tries=2, timeout=120):
             # A test that fails only now and then under load must not decide: unmutated, each
             # test gets `tries` runs to pass; a mutant is killed by a test that fails every try.
-            return ["ctest", "--test-dir", build, "-j", str(args.jobs), "--timeout", "120",
+            # A recorded killer runs for 60 s at most, not 120: a mutant that makes it hang
+            # (awake_without_prepare) is killed by the timeout sooner; a killer that needs more
+            # unmutated fails the baseline check of the recorded killers.
+            return ["ctest", "--test-dir", build, "-j", str(args.jobs), "--timeout", str(timeout),
                     "--repeat", f"until-pass:{tries}"] + extra
 
         sim_exe = os.path.join(build, "sim", "redlock_sim")
@@ -322,9 +325,11 @@ def main():
             return not path.startswith(OUT_OF_SIM_REACH)
 
         def sim_args(name, path):
+            # Without a record the simulator is asked only with --sim-only: in the CI's run a
+            # mutant it cannot kill would cost the whole time limit.
             if args.full or not in_sim_reach(path):
                 return None
-            return sim_killers.get(name, SIM_DEFAULT)
+            return sim_killers.get(name, SIM_DEFAULT if args.sim_only else None)
 
         def run_sim(sim, timeout=SIM_TIMEOUT):
             """Runs redlock_sim with `sim` until its first failing seed: True when one failed."""
@@ -366,7 +371,7 @@ def main():
                         if k in executables and any(n == m[0] for m in chosen)})
         if known and not args.sim_only:
             pattern = "^(" + "|".join(re.escape(k) for k in known) + ")$"
-            if run(ctest(["-R", pattern], tries=3), scratch, log, 1800):
+            if run(ctest(["-R", pattern], tries=3, timeout=60), scratch, log, 1800):
                 print(open(log).read()[-4000:])
                 sys.exit("a recorded killer fails without any mutant: fix that first")
         full_baseline_done = False
@@ -396,7 +401,8 @@ def main():
                     # Its last killer next: build only what that test runs.
                     if run(build_cmd([executables[first]] + helpers), scratch, log, 1800):
                         killer, how = "does not build", "test"
-                    elif run(ctest(["-R", "^" + re.escape(first) + "$"]), scratch, log, 600):
+                    elif run(ctest(["-R", "^" + re.escape(first) + "$"], timeout=60), scratch,
+                             log, 600):
                         killer, how = first, "test"
                 if killer is None and not args.sim_only:
                     how = "suite"
