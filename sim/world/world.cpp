@@ -326,6 +326,7 @@ class World {
   void kill(int c, const std::string& why);
   void close_claim(UserOp& op, Us cap);
   void expect_lost(int c);
+  void check_backed(int c, const Lock& lock, const char* what);
   void schedule_release(int c, Us within);
 
   // --- network ---
@@ -609,6 +610,15 @@ void World::apply(int c, Actions& out) {
             (d->result.lock.fencing_token ? " fence=" + std::to_string(d->result.lock.fencing_token)
                                           : std::string()));
       cl.op.waiting = false;
+      if (d->result) {
+        // Checker 8, a grant: kept only with the least validity left (Config::min_validity_ratio).
+        auto left = us(d->result.lock.valid_until) - local(cl);
+        auto least = detail::least_validity(cl.config.ttl, cl.config.min_validity_ratio).count();
+        if (left < least)
+          violation("checker 8: c" + std::to_string(c) + " granted with " + std::to_string(left) +
+                    " us of validity left, below the least " + std::to_string(least) + " us");
+        check_backed(c, d->result.lock, "grant");
+      }
       if (d->result)
         op_granted(c, d->result);
       else
@@ -618,6 +628,7 @@ void World::apply(int c, Actions& out) {
       if (e->result) {
         cl.op.lock.valid_until = e->result.valid_until;
         if (cl.op.claim >= 0) claims_[cl.op.claim].deadline_local = us(e->result.valid_until);
+        check_backed(c, cl.op.lock, "extend");
       }
       trace("c" + std::to_string(c) + " extend " + (e->result ? "ok" : e->result.error.message()) +
             " believes until " + fmt_t(us(cl.op.lock.valid_until)) + " (local)");
@@ -633,6 +644,7 @@ void World::apply(int c, Actions& out) {
         claims_[cl.op.claim].deadline_local = us(r->valid_until);
         trace("c" + std::to_string(c) + " renewed, believes until " + fmt_t(us(r->valid_until)) +
               " (local)");
+        check_backed(c, cl.op.lock, "renewal");
         expect_lost(c);
       }
     } else if (auto* l = std::get_if<proto::Lost>(&a)) {
@@ -804,6 +816,42 @@ void World::schedule_release(int c, Us within) {
   ++op.step;  // the fallback release is void now
   user_step(
       c, op.step, [this, c] { op_end(c, true); }, rng_.range(within / 2, std::max(within, Us(0))));
+}
+
+void World::check_backed(int c, const Lock& lock, const char* what) {
+  // Checker 8: when a client comes to believe it holds until a deadline (a grant, an extend, a
+  // renewal), a quorum of nodes holds every key of the lock with its token, each lasting at
+  // least until the client's clock reads that deadline (in true time, with the clocks as they
+  // run now). Stronger than checker 1, which needs a
+  // second holder to come: it sees a belief that outruns its keys at once. A key a waiter marked
+  // ends in '!' instead of the token's '.'.
+  // Not in runs with crash_wipe: a node that voted and was then wiped leaves a belief backed by
+  // fewer keys, which the restart guard makes safe (the wiped node refuses to grant for a lease).
+  // A node down with its data (crash_keep) still counts: its keys come back with it.
+  if (guard_) return;
+  auto& cl = clients_[c];
+  Us deadline = cl.clock.when(us(lock.valid_until), now_);
+  std::string mine = lock.token.substr(0, lock.token.size() - 1);
+  std::size_t backed = 0;
+  for (std::size_t n = 0; n < nodes_.size(); ++n) {
+    bool all = true;
+    for (const auto& r : lock.resources) {
+      auto k = nodes_[n].redis->key(prefix_ + r, node_ms(n));
+      if (!k || k->type != KeyType::string || k->value.str.size() != lock.token.size() ||
+          k->value.str.compare(0, mine.size(), mine) != 0) {
+        all = false;
+        break;
+      }
+      if (k->pttl < 0) continue;  // no expiry: checker 5's concern
+      Us local_end = nodes_[n].clock.local(now_) + k->pttl * kMs;
+      if (nodes_[n].clock.when(local_end, now_) < deadline) all = false;
+    }
+    if (all) ++backed;
+  }
+  if (backed >= nodes_.size() / 2 + 1) return;
+  violation("checker 8: c" + std::to_string(c) + "'s " + what + " believes until local " +
+            fmt_t(us(lock.valid_until)) + ", but only " + std::to_string(backed) +
+            " nodes hold its keys that long");
 }
 
 void World::expect_lost(int c) {
