@@ -611,11 +611,11 @@ void World::apply(int c, Actions& out) {
                                           : std::string()));
       cl.op.waiting = false;
       if (d->result) {
-        // Checker 8, a grant: kept only with the least validity left (Config::min_validity_ratio).
+        // Checker 7, a grant: kept only with the least validity left (Config::min_validity_ratio).
         auto left = us(d->result.lock.valid_until) - local(cl);
         auto least = detail::least_validity(cl.config.ttl, cl.config.min_validity_ratio).count();
         if (left < least)
-          violation("checker 8: c" + std::to_string(c) + " granted with " + std::to_string(left) +
+          violation("checker 7: c" + std::to_string(c) + " granted with " + std::to_string(left) +
                     " us of validity left, below the least " + std::to_string(least) + " us");
         check_backed(c, d->result.lock, "grant");
       }
@@ -696,7 +696,7 @@ void World::start_op(int c) {
     name.push_back(detail::kReservedByte);
     name += rng_.pick(aux);
     if (detail::resource_name_problem(name) == nullptr)
-      violation("c" + std::to_string(c) + " may lock resource " + escape_bytes(name) +
+      violation("checker 8: c" + std::to_string(c) + " may lock resource " + escape_bytes(name) +
                 ", another resource's auxiliary key");
     trace("c" + std::to_string(c) + " is refused resource " + escape_bytes(name));
     schedule_next_op(c);
@@ -819,7 +819,7 @@ void World::schedule_release(int c, Us within) {
 }
 
 void World::check_backed(int c, const Lock& lock, const char* what) {
-  // Checker 8: when a client comes to believe it holds until a deadline (a grant, an extend, a
+  // Checker 7: when a client comes to believe it holds until a deadline (a grant, an extend, a
   // renewal), a quorum of nodes holds every key of the lock with its token, each lasting at
   // least until the client's clock reads that deadline (in true time, with the clocks as they
   // run now). Stronger than checker 1, which needs a
@@ -849,7 +849,7 @@ void World::check_backed(int c, const Lock& lock, const char* what) {
     if (all) ++backed;
   }
   if (backed >= nodes_.size() / 2 + 1) return;
-  violation("checker 8: c" + std::to_string(c) + "'s " + what + " believes until local " +
+  violation("checker 7: c" + std::to_string(c) + "'s " + what + " believes until local " +
             fmt_t(us(lock.valid_until)) + ", but only " + std::to_string(backed) +
             " nodes hold its keys that long");
 }
