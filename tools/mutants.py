@@ -12,7 +12,7 @@ in one file) and rebuilds incrementally. Each mutant meets, in this order:
   3. the whole suite (suite), run until the first failure (after one unmutated run of the whole
      suite, so a failure means the mutant).
 The killers of steps 1 and 2 are kept in tools/mutants_killers.tsv (mutant, test, simulator
-arguments; a simulator range is recorded from the seed that failed). Prints a Markdown table of mutants, what killed each, by which step and how long it
+arguments; a simulator range is recorded as the 100 seeds from the one that failed). Prints a Markdown table of mutants, what killed each, by which step and how long it
 took; exits 1 when a mutant survives or no longer applies (its text is gone from the source:
 update the mutant with the code). `--record` writes the killers found back to the tsv; `--full`
 ignores the record; `--sim-only` runs only step 1 (what the simulator kills alone).
@@ -394,11 +394,13 @@ def main():
                     elif run_sim(sim):
                         seed = failing_seed()
                         killer, how = f"redlock_sim {sim} (seed {seed})", "sim"
-                        # Next time from the seed that failed: while the simulator and the code
-                        # stay as they are, the kill takes one seed.
-                        sim_killers[name] = re.sub(r"--seeds (\d+)\.\.",
-                                                   lambda m: f"--seeds {seed}.." if seed != "?"
-                                                   else m.group(0), sim, count=1)
+                        # Next time the 100 seeds from the one that failed: while the simulator
+                        # and the code stay as they are, the kill takes one seed, and the check
+                        # that the recorded ranges pass unmutated stays short.
+                        if seed != "?":
+                            sim = re.sub(r"--seeds \d+\.\.\d+",
+                                         f"--seeds {seed}..{int(seed) + 99}", sim, count=1)
+                        sim_killers[name] = sim
                     else:
                         sim_killers.pop(name, None)  # a record that no longer kills goes
                 first = killers.get(name)
