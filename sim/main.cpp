@@ -6,12 +6,15 @@
 //   redlock_sim ... --shrink                 # a failing seed again with fewer fault kinds
 //   redlock_sim --seed 1234 --only pause,reset --trace   # exactly these kinds (a shrunk run)
 //   redlock_sim --control NAME --expect-caught K --seeds 0..K-1   # a negative control's test
+//   redlock_sim --seeds 0..1999 --jobs 2 --first   # stop at the first failing seed (mutants)
 //
 // Prints seeds/second, events per seed and every violation with the command that replays it.
 // Exit status: 0 when every seed passed (with --expect-caught: when the control was caught), 1
 // on a violation, 2 on bad usage. --jobs N forks N processes over interleaved seeds.
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <chrono>
 #include <cstdio>
@@ -31,7 +34,7 @@ using redlock::sim::RunOptions;
   std::fprintf(stderr,
                "redlock_sim: %s\n"
                "usage: redlock_sim --seeds FROM..TO [--jobs N] [--faults k1,k2] "
-               "[--control wipe-majority|clock-jump-quorum] [--expect-caught]\n"
+               "[--control wipe-majority|clock-jump-quorum] [--expect-caught] [--first]\n"
                "       redlock_sim --seed S [--trace | --trace-hash] [--faults ...] "
                "[--control ...]\n",
                why);
@@ -70,6 +73,9 @@ int main(int argc, char** argv) {
   RunOptions base;
   std::string faults_arg, control_arg;
   bool shrink = false;  // a failing seed is run again with fewer fault kinds
+  // Stop at the first failing seed: tools/mutants.py only asks whether a mutant fails at all, and
+  // the processes still running are ended as soon as one of them found one.
+  bool first = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> const char* {
@@ -117,6 +123,8 @@ int main(int argc, char** argv) {
       }
     } else if (a == "--shrink") {
       shrink = true;
+    } else if (a == "--first") {
+      first = true;
     } else if (a == "--trace") {
       trace = true;
     } else if (a == "--trace-hash") {
@@ -191,6 +199,7 @@ int main(int argc, char** argv) {
           }
           std::fflush(stdout);
         }
+        if (first) break;
       }
       if (to - s < static_cast<std::uint64_t>(jobs)) break;  // no overflow at the top
     }
@@ -224,11 +233,28 @@ int main(int argc, char** argv) {
         close(fd[0]);
         Totals t = run_share(j);
         std::fflush(stdout);
-        _exit(write(fd[1], &t, sizeof t) == static_cast<ssize_t>(sizeof t) ? 0 : 2);
+        bool sent = write(fd[1], &t, sizeof t) == static_cast<ssize_t>(sizeof t);
+        _exit(!sent ? 2 : t.failed != 0 ? 1 : 0);
       }
       close(fd[1]);
       pipes.push_back(fd[0]);
       pids.push_back(pid);
+    }
+    if (first) {
+      // The first process to find a failing seed ends the others (its own children only).
+      std::vector<bool> ended(pids.size(), false);
+      for (std::size_t left = pids.size(); left > 0; --left) {
+        int status = 0;
+        pid_t done = wait(&status);
+        if (done < 0) break;
+        for (std::size_t j = 0; j < pids.size(); ++j)
+          if (pids[j] == done) ended[j] = true;
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 1) {
+          for (std::size_t j = 0; j < pids.size(); ++j)
+            if (!ended[j]) kill(pids[j], SIGKILL);
+          break;
+        }
+      }
     }
     for (int fd : pipes) {
       Totals t;

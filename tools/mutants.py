@@ -3,16 +3,21 @@
 
 Copies the working tree's tracked files into a scratch directory, builds the unit, integration,
 CLI and simulator tests once, then applies each mutant below in turn (an exact text replacement
-in one file) and rebuilds incrementally. Each mutant first meets the test that killed it last time
-(tools/mutants_killers.tsv): only that test's executable is rebuilt and only that test runs,
-which takes seconds. A mutant it no longer kills, or one without a record, gets the whole suite,
-run until the first failure (after one unmutated run of the whole suite, so a failure means the
-mutant). Prints a Markdown table of mutants and the test that killed each; exits 1 when a mutant
-survives or no longer applies (its text is gone from the source: update the mutant with the
-code). `--record` writes the killers found back to tools/mutants_killers.tsv; `--full` ignores
-the record.
+in one file) and rebuilds incrementally. Each mutant meets, in this order:
+  1. the simulator (sim): `redlock_sim` with the seeds and options recorded for it (with
+     --sim-only, seeds 0..19999 when none are recorded), stopping at the first failing seed, at
+     most 60 s. Mutants in lib/net (the I/O layer, which the simulator does not run) skip it;
+  2. the ctest test that killed it last time (test): only that test's executable is rebuilt and
+     only that test runs (60 s at most, twice);
+  3. the whole suite (suite), run until the first failure (after one unmutated run of the whole
+     suite, so a failure means the mutant).
+The killers of steps 1 and 2 are kept in tools/mutants_killers.tsv (mutant, test, simulator
+arguments; a simulator range is recorded as the 100 seeds from the one that failed). Prints a Markdown table of mutants, what killed each, by which step and how long it
+took; exits 1 when a mutant survives or no longer applies (its text is gone from the source:
+update the mutant with the code). `--record` writes the killers found back to the tsv; `--full`
+ignores the record; `--sim-only` runs only step 1 (what the simulator kills alone).
 
-    python3 tools/mutants.py [--jobs N] [--keep] [--full] [--record] [NAME ...]
+    python3 tools/mutants.py [--jobs N] [--keep] [--full] [--record] [--sim-only] [NAME ...]
 """
 import argparse
 import os
@@ -73,17 +78,17 @@ MUTANTS = [
      "if (r->type != REDIS_REPLY_STRING) return;\n  vote.vote = Vote::no;",
      "if (r->type != REDIS_REPLY_STRING) return;\n  vote.vote = Vote::yes;",
      "a quick acquire that found another holder counts as a grant"),
-    ("extend_accepts_minority", "lib/net/coordinator.cpp",
-     "r.valid_until = previous;\n                  if (f.verdict() == Verdict::won) {",
-     "r.valid_until = previous;\n                  if (f.tally().yes >= 1) {",
+    ("extend_accepts_minority", "lib/proto/single.cpp",
+     "r.valid_until = previous;\n  if (f.verdict() == Verdict::won) {",
+     "r.valid_until = previous;\n  if (f.tally().yes >= 1) {",
      "an extend confirmed by one node counts"),
     ("one_token_for_all_attempts", "lib/proto/acquire.cpp",
      "if (auto ec = ctx_.new_token(token_)) {",
      "if (auto ec = token_.empty() ? ctx_.new_token(token_) : std::error_code()) {",
      "every attempt of an acquire reuses the first token"),
-    ("renewal_never_reports_lost", "lib/net/watchdog.cpp",
-     "if (lease->lost()) return;",
-     "if (lease->lost() || code == Errc::lock_lost) return;",
+    ("renewal_never_reports_lost", "lib/proto/watchdog.cpp",
+     "  out.push_back(Lost{lease, code});",
+     "  if (code != Errc::lock_lost) out.push_back(Lost{lease, code});",
      "a lock whose renewal failed is never reported lost"),
     ("no_cleanup_after_failed_attempt", "lib/proto/acquire.cpp",
      "clean_up(keys_, token_, keep_place ? &line : nullptr, spare.empty() ? nullptr : &spare, out);",
@@ -158,9 +163,9 @@ MUTANTS = [
      "for _, key in ipairs(KEYS) do try('ZREM', aux(key, 'others'), ticket) end",
      "for _ = 1, 0 do end",
      "a waiter for several keys leaves its sign-ups behind when it stops waiting"),
-    ("resource_nul_accepted", "lib/net/client.cpp",
-     'if (!detail::usable_name(resources[i])) return "resource name contains a NUL byte";',
-     "(void)0;",
+    ("resource_nul_accepted", "lib/core/keys.hpp",
+     'if (!usable_name(name)) return "resource name contains a NUL byte";',
+     "(void)name;",
      "a resource name may reach another resource's auxiliary keys"),
     ("split_validity_from_last_round", "lib/proto/acquire.cpp",
      "if (!kept_) round_start_ = f.started();",
@@ -179,6 +184,10 @@ MUTANTS = [
 
 KILLERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mutants_killers.tsv")
 LABELS = "unit|integration|cli|sim"
+# The simulator runs lib/core, lib/proto and lib/scripts; lib/net's I/O layer is not in its reach.
+OUT_OF_SIM_REACH = ("lib/net/",)
+SIM_DEFAULT = "--seeds 0..19999"  # with --sim-only, for a mutant without a recorded sim killer
+SIM_TIMEOUT = 60  # seconds: a simulator killer must kill in seconds
 
 
 def run(cmd, cwd, log, timeout):
@@ -200,23 +209,28 @@ def first_failure(log):
 
 
 def read_killers():
-    """The test that killed each mutant last time (tools/mutants_killers.tsv)."""
-    killers = {}
+    """What killed each mutant last time (tools/mutants_killers.tsv): test, simulator arguments."""
+    tests, sims = {}, {}
     if os.path.exists(KILLERS):
         with open(KILLERS) as f:
             for line in f:
+                if line.startswith("#"):
+                    continue
                 parts = line.rstrip("\n").split("\t")
-                if len(parts) == 2 and not line.startswith("#"):
-                    killers[parts[0]] = parts[1]
-    return killers
+                if len(parts) >= 2 and parts[1] != "-":
+                    tests[parts[0]] = parts[1]
+                if len(parts) >= 3 and parts[2] != "-":
+                    sims[parts[0]] = parts[2]
+    return tests, sims
 
 
-def write_killers(killers):
+def write_killers(tests, sims):
     with open(KILLERS, "w") as f:
-        f.write("# mutant\tthe test that killed it last (tools/mutants.py runs it first)\n")
+        f.write("# mutant\tthe test that killed it last\tthe redlock_sim arguments that killed it "
+                "last (tools/mutants.py runs the simulator first, then the test; - for none)\n")
         for name, _, _, _, _ in MUTANTS:
-            if name in killers:
-                f.write(f"{name}\t{killers[name]}\n")
+            if name in tests or name in sims:
+                f.write(f"{name}\t{tests.get(name, '-')}\t{sims.get(name, '-')}\n")
 
 
 def test_executables(build, log):
@@ -228,9 +242,16 @@ def test_executables(build, log):
     import json
     found = {}
     for t in json.loads(out.stdout).get("tests", []):
+        name = t["name"]
         cmd = t.get("command") or []
-        if cmd:
-            found[t["name"]] = os.path.basename(cmd[0])
+        # The simulator's tests run redlock_sim (sim.replay through cmake), and ctest names no
+        # command for an executable not built yet: map them to their targets by name.
+        if name.startswith("sim.redis."):
+            found[name] = "redlock_sim_redis_tests"
+        elif name.startswith("sim."):
+            found[name] = "redlock_sim"
+        elif cmd:
+            found[name] = os.path.basename(cmd[0])
     return found
 
 
@@ -242,6 +263,8 @@ def main():
                     help="ignore the recorded killers: run the whole suite for every mutant")
     ap.add_argument("--record", action="store_true",
                     help="write the killers found to tools/mutants_killers.tsv")
+    ap.add_argument("--sim-only", action="store_true",
+                    help="run only the simulator step (what the simulator kills alone)")
     ap.add_argument("names", nargs="*", help="mutants to run (default: all)")
     args = ap.parse_args()
 
@@ -260,7 +283,7 @@ def main():
     if stale:
         sys.exit("mutants that no longer apply (update them with the code): " + ", ".join(stale))
 
-    killers = {} if args.full else read_killers()
+    killers, sim_killers = ({}, {}) if args.full else read_killers()
     scratch = tempfile.mkdtemp(prefix="redlock-mutants-")
     try:
         files = subprocess.check_output(["git", "ls-files", "-z"], cwd=top).split(b"\0")
@@ -287,30 +310,68 @@ def main():
         def build_cmd(targets):
             return ["cmake", "--build", build, "-j", str(args.jobs), "--target"] + targets
 
-        def ctest(extra, tries=2):
+        def ctest(extra, tries=2, timeout=120):
             # A test that fails only now and then under load must not decide: unmutated, each
             # test gets `tries` runs to pass; a mutant is killed by a test that fails every try.
-            return ["ctest", "--test-dir", build, "-j", str(args.jobs), "--timeout", "120",
+            # A recorded killer runs for 60 s at most, not 120: a mutant that makes it hang
+            # (awake_without_prepare) is killed by the timeout sooner; a killer that needs more
+            # unmutated fails the baseline check of the recorded killers.
+            return ["ctest", "--test-dir", build, "-j", str(args.jobs), "--timeout", str(timeout),
                     "--repeat", f"until-pass:{tries}"] + extra
+
+        sim_exe = os.path.join(build, "sim", "redlock_sim")
+
+        def in_sim_reach(path):
+            return not path.startswith(OUT_OF_SIM_REACH)
+
+        def sim_args(name, path):
+            # Without a record the simulator is asked only with --sim-only: in the CI's run a
+            # mutant it cannot kill would cost the whole time limit.
+            if args.full or not in_sim_reach(path):
+                return None
+            return sim_killers.get(name, SIM_DEFAULT if args.sim_only else None)
+
+        def run_sim(sim, timeout=SIM_TIMEOUT):
+            """Runs redlock_sim with `sim` until its first failing seed: True when one failed."""
+            cmd = [sim_exe] + sim.split() + ["--jobs", str(args.jobs), "--first"]
+            with open(log, "w") as out:
+                # Its own process group: on timeout, its forked workers end with it.
+                p = subprocess.Popen(cmd, cwd=scratch, stdout=out, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+                try:
+                    rc = p.wait(timeout=timeout)
+                except subprocess.TimeoutExpired:
+                    os.killpg(p.pid, 9)
+                    p.wait()
+                    return False
+            return rc == 1 and "FAILED" in open(log).read()
+
+        def failing_seed():
+            m = re.search(r"seed (\d+) FAILED", open(log).read())
+            return m.group(1) if m else "?"
 
         print(f"== baseline build in {scratch}", flush=True)
         if run(configure, scratch, log, 600):
             print(open(log).read()[-4000:])
             sys.exit("configure failed")
-        executables = test_executables(build, log)
         # The simulator's tests join the whole suite, built only once a mutant needs it (a
         # recorded killer's own executable is built anyway).
         sim_targets = ["redlock_sim", "redlock_sim_redis_tests"]
-        if run(build_cmd(everything + helpers), scratch, log, 1800):
+        first_targets = ["redlock_sim"] if args.sim_only else everything + helpers + ["redlock_sim"]
+        if run(build_cmd(first_targets), scratch, log, 1800):
             print(open(log).read()[-4000:])
             sys.exit("baseline build failed")
         executables = test_executables(build, log)  # discovered tests are known after the build
         # The recorded killers must pass without any mutant, or a failure proves nothing.
+        for sim in sorted({sim_args(n, p) for n, p, _, _, _ in chosen} - {None}):
+            if run_sim(sim, timeout=10 * SIM_TIMEOUT):
+                print(open(log).read()[-4000:])
+                sys.exit(f"redlock_sim {sim} fails without any mutant: fix that first")
         known = sorted({k for n, k in killers.items()
                         if k in executables and any(n == m[0] for m in chosen)})
-        if known:
+        if known and not args.sim_only:
             pattern = "^(" + "|".join(re.escape(k) for k in known) + ")$"
-            if run(ctest(["-R", pattern], tries=3), scratch, log, 1800):
+            if run(ctest(["-R", pattern], tries=3, timeout=60), scratch, log, 1800):
                 print(open(log).read()[-4000:])
                 sys.exit("a recorded killer fails without any mutant: fix that first")
         full_baseline_done = False
@@ -323,16 +384,35 @@ def main():
             start = time.time()
             with open(target, "w") as f:
                 f.write(original.replace(old, new, 1))
-            killer, how = None, "full"
+            killer, how = None, "-"
             try:
+                sim = sim_args(name, path)
+                if sim is not None:
+                    # The simulator first: seconds, and no server to start.
+                    if run(build_cmd(["redlock_sim"]), scratch, log, 1800):
+                        killer, how = "does not build", "sim"
+                    elif run_sim(sim):
+                        seed = failing_seed()
+                        killer, how = f"redlock_sim {sim} (seed {seed})", "sim"
+                        # Next time the 100 seeds from the one that failed: while the simulator
+                        # and the code stay as they are, the kill takes one seed, and the check
+                        # that the recorded ranges pass unmutated stays short.
+                        if seed != "?":
+                            sim = re.sub(r"--seeds \d+\.\.\d+",
+                                         f"--seeds {seed}..{int(seed) + 99}", sim, count=1)
+                        sim_killers[name] = sim
+                    else:
+                        sim_killers.pop(name, None)  # a record that no longer kills goes
                 first = killers.get(name)
-                if first in executables:
-                    # Its last killer first: build only what that test runs.
+                if killer is None and not args.sim_only and first in executables:
+                    # Its last killer next: build only what that test runs.
                     if run(build_cmd([executables[first]] + helpers), scratch, log, 1800):
-                        killer, how = "does not build", "first"
-                    elif run(ctest(["-R", "^" + re.escape(first) + "$"]), scratch, log, 600):
-                        killer, how = first, "first"
-                if killer is None:
+                        killer, how = "does not build", "test"
+                    elif run(ctest(["-R", "^" + re.escape(first) + "$"], timeout=60), scratch,
+                             log, 600):
+                        killer, how = first, "test"
+                if killer is None and not args.sim_only:
+                    how = "suite"
                     if not full_baseline_done:
                         # The whole suite must pass unmutated before it can judge a mutant.
                         with open(target, "w") as f:
@@ -358,22 +438,29 @@ def main():
                     f.write(original)
             took = time.time() - start
             status = "killed" if killer else "SURVIVED"
-            if not killer:
+            if not killer and args.sim_only and sim is None:
+                status, killer = "out of the simulator's reach", None
+            elif not killer:
                 survived.append(name)
+                how = "-"
             elif killer in executables:
                 killers[name] = killer
-            rows.append((name, meaning, status, killer or "-", took))
+            rows.append((name, meaning, status, how, killer or "-", took))
             print(f"   {name}: {status} by {killer or '-'} ({how}, {took:.0f} s)", flush=True)
 
         print()
-        print("| mutant | fault | result | killed by | time |")
-        print("| --- | --- | --- | --- | ---: |")
-        for name, meaning, status, killer, took in rows:
-            print(f"| `{name}` | {meaning} | {status} | `{killer}` | {took:.0f} s |")
+        print("| mutant | fault | result | step | killed by | time |")
+        print("| --- | --- | --- | --- | --- | ---: |")
+        for name, meaning, status, how, killer, took in rows:
+            print(f"| `{name}` | {meaning} | {status} | {how} | `{killer}` | {took:.0f} s |")
         print()
-        print(f"{len(rows) - len(survived)} of {len(rows)} mutants killed")
+        by = {k: sum(1 for r in rows if r[3] == k) for k in ("sim", "test", "suite")}
+        killed = sum(1 for r in rows if r[2] == "killed")
+        print(f"{killed} of {len(rows)} mutants killed "
+              f"(simulator {by['sim']}, recorded test {by['test']}, suite {by['suite']}) in "
+              f"{sum(r[5] for r in rows):.0f} s")
         if args.record:
-            write_killers(killers)
+            write_killers(killers, sim_killers)
         # Restore the build to the unmutated source for --keep users.
         run(configure, scratch, log, 600)
         return 1 if survived else 0

@@ -36,7 +36,7 @@ std::string check_resources(const std::vector<std::string>& resources) {
   for (std::size_t i = 0; i < resources.size(); ++i) {
     if (resources[i].empty()) return "resource name is empty";
     // The reserved byte separates a lock's key from its auxiliary keys (core/keys.hpp).
-    if (!detail::usable_name(resources[i])) return "resource name contains a NUL byte";
+    if (auto bad = detail::resource_name_problem(resources[i])) return bad;
     for (std::size_t j = 0; j < i; ++j)
       if (resources[i] == resources[j]) return "resource '" + resources[i] + "' is listed twice";
   }

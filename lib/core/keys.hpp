@@ -49,4 +49,12 @@ inline bool usable_name(std::string_view name) {
   return name.find(kReservedByte) == std::string_view::npos;
 }
 
+// Why a resource name may not be used, or nullptr. The reserved byte separates a lock's key from
+// its auxiliary keys: "r\0queue" would name resource r's line. The client refuses such a name
+// before any command is sent (lib/net/client.cpp); the simulator asks the same function.
+inline const char* resource_name_problem(std::string_view name) {
+  if (!usable_name(name)) return "resource name contains a NUL byte";
+  return nullptr;
+}
+
 }  // namespace redlock::detail

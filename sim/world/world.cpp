@@ -36,6 +36,10 @@ constexpr std::int64_t kEpochMs = 1'767'225'600'000;
 // protocol must cap a turn at this, whatever the waiter's ticket asks for, and end it once its
 // listener is gone: acquire.lua's and release.lua's MAX_TURN, and their PUBSUB NUMSUB.
 constexpr std::int64_t kTurnCap = 2000 * 1000;
+// The ttls an extend asks for, in percent of the holder's lease: shorter, the same, longer. The
+// longest counts as a lease in use (checker 5's bound, the restart guard).
+const std::vector<int> kExtendPercents = {25, 50, 100, 100, 150};
+constexpr int kExtendMaxPercent = 150;
 
 const std::vector<std::string> kFaultKinds = {
     "crash_keep",  // node crash, restart with its data (persistence)
@@ -50,6 +54,7 @@ const std::vector<std::string> kFaultKinds = {
     "noscript",    // connections do not load the scripts first: EVALSHA meets NOSCRIPT
     "long_turn",   // a client whose turn length (its request timeout) is long
     "collide",     // resource names that are other resources' auxiliary keys (r, r:turns, ...)
+    "odd_reply",   // a node answers acquires with replies of other shapes, without running them
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -202,6 +207,7 @@ struct UserOp {
   std::vector<std::string> resources;
   std::uint64_t job = 0;
   bool waiting = false, granted = false, done = false;
+  bool extending = false;  // an extend is on its way; its result schedules the release
   Us wait_start = 0;
   Us wait_deadline_true = 0;
   Lock lock;
@@ -238,6 +244,7 @@ struct NodeState {
   Us busy_until = 0;
   Us slow_until = 0;
   Us isolated_until = 0;
+  Us odd_until = 0;  // answers acquires with odd shapes until then (odd_reply)
   Us down_since = 0;
   std::set<std::uint64_t> open;  // node-side open connection ids
 };
@@ -318,6 +325,9 @@ class World {
   void storage_write(int c);
   void kill(int c, const std::string& why);
   void close_claim(UserOp& op, Us cap);
+  void expect_lost(int c);
+  void check_backed(int c, const Lock& lock, const char* what);
+  void schedule_release(int c, Us within);
 
   // --- network ---
   void send(int c, const proto::Send& s);
@@ -336,6 +346,28 @@ class World {
   void deliver_pubsub(std::size_t n);
   void sub_connect(int c, std::size_t n);
   void sub_send(int c, std::size_t n, const std::string& verb, const std::string& channel);
+  // A reply of another shape than the acquire script's: {1, fence} is a grant, {0, ...} a no.
+  Value odd_reply() {
+    using V = Value;
+    switch (rng_.range(0, 7)) {
+      case 0:
+        return V::array({V::integer(1)});
+      case 1:
+        return V::array({V::integer(1), V::bulk("7")});
+      case 2:
+        return V::array({V::integer(1), V::integer(-1)});
+      case 3:
+        return V::array({V::integer(1), V::integer(3), V::bulk("x")});
+      case 4:
+        return V::array({V::integer(2), V::integer(0)});
+      case 5:
+        return V::integer(1);
+      case 6:
+        return V::status("OK");
+      default:
+        return V::array({});
+    }
+  }
   std::int64_t node_ms(std::size_t n) const { return kEpochMs + nodes_[n].clock.local(now_) / kMs; }
   std::vector<std::string> argv_of(const proto::Request& r, bool as_eval) const;
 
@@ -391,6 +423,8 @@ class World {
   std::map<std::string, std::uint64_t> storage_max_;
   std::vector<Write> accepted_;
   std::map<std::string, Us> free_since_;
+  // Per resource free on every node: the waiters in line seen meanwhile, (client, op) -> start.
+  std::map<std::string, std::map<std::pair<int, std::uint64_t>, Us>> waited_while_free_;
   std::set<std::string> liveness_reported_;
 };
 
@@ -466,6 +500,8 @@ void World::draw_scenario() {
     c.die_on_turn = on("die") && rng_.chance(0.3);
     clients_.push_back(std::move(c));
   }
+  // An extend may ask for more than the lease (kExtendPercents): the largest ttl a key is given.
+  max_ttl_ = Milliseconds(max_ttl_.count() * kExtendMaxPercent / 100);
   for (auto& c : clients_) {
     // The restart guard keeps a node out for the largest lease in use (safeguards.hpp).
     c.config.watchdog_lease = c.config.ttl;
@@ -574,6 +610,15 @@ void World::apply(int c, Actions& out) {
             (d->result.lock.fencing_token ? " fence=" + std::to_string(d->result.lock.fencing_token)
                                           : std::string()));
       cl.op.waiting = false;
+      if (d->result) {
+        // Checker 7, a grant: kept only with the least validity left (Config::min_validity_ratio).
+        auto left = us(d->result.lock.valid_until) - local(cl);
+        auto least = detail::least_validity(cl.config.ttl, cl.config.min_validity_ratio).count();
+        if (left < least)
+          violation("checker 7: c" + std::to_string(c) + " granted with " + std::to_string(left) +
+                    " us of validity left, below the least " + std::to_string(least) + " us");
+        check_backed(c, d->result.lock, "grant");
+      }
       if (d->result)
         op_granted(c, d->result);
       else
@@ -583,9 +628,14 @@ void World::apply(int c, Actions& out) {
       if (e->result) {
         cl.op.lock.valid_until = e->result.valid_until;
         if (cl.op.claim >= 0) claims_[cl.op.claim].deadline_local = us(e->result.valid_until);
+        check_backed(c, cl.op.lock, "extend");
       }
       trace("c" + std::to_string(c) + " extend " + (e->result ? "ok" : e->result.error.message()) +
             " believes until " + fmt_t(us(cl.op.lock.valid_until)) + " (local)");
+      if (cl.op.extending && !cl.op.done) {
+        cl.op.extending = false;
+        schedule_release(c, us(cl.op.lock.valid_until) - local(cl));
+      }
     } else if (std::get_if<proto::DeliverRelease>(&a)) {
       // Nothing to do: the claim ended when the release left.
     } else if (auto* r = std::get_if<proto::Renewed>(&a)) {
@@ -594,6 +644,8 @@ void World::apply(int c, Actions& out) {
         claims_[cl.op.claim].deadline_local = us(r->valid_until);
         trace("c" + std::to_string(c) + " renewed, believes until " + fmt_t(us(r->valid_until)) +
               " (local)");
+        check_backed(c, cl.op.lock, "renewal");
+        expect_lost(c);
       }
     } else if (auto* l = std::get_if<proto::Lost>(&a)) {
       if (!cl.has_op || cl.op.lease != l->lease) continue;
@@ -636,6 +688,20 @@ void World::start_op(int c) {
   std::vector<OpKind> kinds = {OpKind::try_acquire, OpKind::wait, OpKind::wait,
                                OpKind::fenced,      OpKind::hold, OpKind::cancel};
   if (resources_.size() > 1) kinds.push_back(OpKind::multi);
+  if (on("collide") && rng_.chance(0.1)) {
+    // A name with the reserved byte names another resource's auxiliary key ("r\0queue" is r's
+    // line): the library refuses it before any command is sent, by its own check (keys.hpp).
+    static const std::vector<std::string> aux = {"queue", "turns", "others", "fence"};
+    std::string name = "r";
+    name.push_back(detail::kReservedByte);
+    name += rng_.pick(aux);
+    if (detail::resource_name_problem(name) == nullptr)
+      violation("checker 8: c" + std::to_string(c) + " may lock resource " + escape_bytes(name) +
+                ", another resource's auxiliary key");
+    trace("c" + std::to_string(c) + " is refused resource " + escape_bytes(name));
+    schedule_next_op(c);
+    return;
+  }
   UserOp op;
   op.kind = rng_.pick(kinds);
   op.step = cl.op.step + 1;
@@ -705,6 +771,7 @@ void World::op_granted(int c, const AcquireResult& r) {
     Actions out;
     op.lease = cl.brain->watch(op.lock, cnow(cl), out);
     apply(c, out);
+    expect_lost(c);
     user_step(
         c, step, [this, c] { op_end(c, true); }, rng_.range(ttl, 3 * ttl));
     return;
@@ -719,18 +786,92 @@ void World::op_granted(int c, const AcquireResult& r) {
     return;
   }
   if (rng_.chance(0.3)) {
+    // An extend, to the lease's ttl or to a shorter or a longer one: the nodes must never shorten
+    // a key (the holder keeps the later of its two deadlines), and the holder then holds on to
+    // the end of what it believes (schedule_release), so a key shorter than the belief, or a
+    // belief no quorum confirmed, meets the next holder (checker 1).
+    Us ext = ttl * rng_.pick(kExtendPercents) / 100;
     user_step(
         c, step,
-        [this, c] {
+        [this, c, ext] {
           auto& me = clients_[c];
+          me.op.extending = true;
+          trace("c" + std::to_string(c) + " extends to " + std::to_string(ext / kMs) + "ms");
           Actions out;
-          me.brain->extend(me.op.lock, me.config.ttl, cnow(me), out);
+          me.brain->extend(me.op.lock, Milliseconds(ext / kMs), cnow(me), out);
           apply(c, out);
         },
         rng_.range(0, ttl / 2));
+    // Only if the extend's result never came (it always does, at the latest on the timeouts).
+    user_step(
+        c, step, [this, c] { op_end(c, true); }, 3 * ttl);
+    return;
   }
   user_step(
       c, step, [this, c] { op_end(c, true); }, rng_.range(0, ttl));
+}
+
+void World::schedule_release(int c, Us within) {
+  auto& op = clients_[c].op;
+  ++op.step;  // the fallback release is void now
+  user_step(
+      c, op.step, [this, c] { op_end(c, true); }, rng_.range(within / 2, std::max(within, Us(0))));
+}
+
+void World::check_backed(int c, const Lock& lock, const char* what) {
+  // Checker 7: when a client comes to believe it holds until a deadline (a grant, an extend, a
+  // renewal), a quorum of nodes holds every key of the lock with its token, each lasting at
+  // least until the client's clock reads that deadline (in true time, with the clocks as they
+  // run now). Stronger than checker 1, which needs a
+  // second holder to come: it sees a belief that outruns its keys at once. A key a waiter marked
+  // ends in '!' instead of the token's '.'.
+  // Not in runs with crash_wipe: a node that voted and was then wiped leaves a belief backed by
+  // fewer keys, which the restart guard makes safe (the wiped node refuses to grant for a lease).
+  // A node down with its data (crash_keep) still counts: its keys come back with it.
+  if (guard_) return;
+  auto& cl = clients_[c];
+  Us deadline = cl.clock.when(us(lock.valid_until), now_);
+  std::string mine = lock.token.substr(0, lock.token.size() - 1);
+  std::size_t backed = 0;
+  for (std::size_t n = 0; n < nodes_.size(); ++n) {
+    bool all = true;
+    for (const auto& r : lock.resources) {
+      auto k = nodes_[n].redis->key(prefix_ + r, node_ms(n));
+      if (!k || k->type != KeyType::string || k->value.str.size() != lock.token.size() ||
+          k->value.str.compare(0, mine.size(), mine) != 0) {
+        all = false;
+        break;
+      }
+      if (k->pttl < 0) continue;  // no expiry: checker 5's concern
+      Us local_end = nodes_[n].clock.local(now_) + k->pttl * kMs;
+      if (nodes_[n].clock.when(local_end, now_) < deadline) all = false;
+    }
+    if (all) ++backed;
+  }
+  if (backed >= nodes_.size() / 2 + 1) return;
+  violation("checker 7: c" + std::to_string(c) + "'s " + what + " believes until local " +
+            fmt_t(us(lock.valid_until)) + ", but only " + std::to_string(backed) +
+            " nodes hold its keys that long");
+}
+
+void World::expect_lost(int c) {
+  // Checker 3, its other half: a watched lock whose believed deadline passes without a renewal
+  // is reported lost by then (the watchdog's timer fires on the client's clock when it reads the
+  // deadline less its margin). Looked at 1 ms of true time after the clock reads the deadline.
+  auto& cl = clients_[c];
+  auto lease = cl.op.lease;
+  Us deadline = us(cl.op.lock.valid_until);
+  at(cl.clock.when(deadline, now_) + kMs, [this, c, lease, deadline] {
+    auto& me = clients_[c];
+    if (!me.alive || !me.has_op || me.op.lease != lease || lease == 0) return;
+    if (us(me.op.lock.valid_until) != deadline) return;  // renewed meanwhile: a later look
+    if (local(me) < deadline) return expect_lost(c);     // its clock went back meanwhile
+    // A stalled client hears it when it runs again (the late half judges that).
+    if (now_ < me.paused_until || me.last_pause_end >= me.clock.first_reading(deadline)) return;
+    violation("checker 3: c" + std::to_string(c) + " still holds a watched lock at local " +
+              fmt_t(local(me)) + ", past its believed deadline " + fmt_t(deadline) +
+              ", and heard nothing of it lost");
+  });
 }
 
 void World::storage_write(int c) {
@@ -874,12 +1015,14 @@ void World::send_one(int c, std::size_t n, RequestId id, std::shared_ptr<const p
     conn.incarnation = nd.incarnation;
     conn.loaded = false;
     conn_owner_[conn.id] = ConnRef{c, n, false};
-    // The handshake: INFO tells the node's uptime; the restart guard judges it.
-    if (cl.config.restart_guard.count() > 0) {
-      Us up_ms = node_ms(n) - nd.redis->started_at_ms();
-      Us threshold = detail::restart_threshold(cl.config).count();
-      conn.eligible_at = up_ms < threshold ? local(cl) + (threshold - up_ms) * kMs : 0;
-    }
+    // The handshake, as lib/net/node.cpp's: the node's INFO, read and judged by the library's
+    // safeguards (lib/core/safeguards.hpp); with the restart guard on, a node younger than the
+    // largest lease in use stays ineligible for the rest of it.
+    auto info = nd.redis->execute({"INFO"}, node_ms(n), conn.id);
+    auto check = detail::judge(detail::parse_info(info.str), cl.config, std::string());
+    conn.eligible_at = check.ineligible_for.count() > 0
+                           ? local(cl) + static_cast<Us>(check.ineligible_for.count()) * kMs
+                           : 0;
   }
   // The restart guard refuses what could grant; releases, renewals and write-backs go through.
   bool may_grant =
@@ -949,11 +1092,22 @@ void World::node_receive(int c, std::size_t n, std::uint64_t conn_id, std::uint6
       nd.redis->execute({"SCRIPT", "LOAD", std::string(sc.body)}, node_ms(n), conn_id);
   ++scripts_;
   Value reply;
-  try {
-    reply = nd.redis->execute(argv, node_ms(n), conn_id);
-  } catch (const std::exception& e) {
-    violation(std::string("model gap: ") + e.what());
-    return;
+  bool acquire = argv.size() >= 2 && ((argv[0] == "EVALSHA" && argv[1] == kAcquire.sha) ||
+                                      (argv[0] == "EVAL" && argv[1] == kAcquire.body));
+  if (acquire && now_ < nd.odd_until) {
+    // Something else answers for the acquire script (another program at the port, another
+    // version of the scripts): a reply of another shape than the script's, decoded by the
+    // library's own decoder (lib/core/replies.cpp). None of them is a grant; nothing ran.
+    reply = odd_reply();
+    trace("n" + std::to_string(n) + " answers c" + std::to_string(c) +
+          " oddly: " + reply.to_string());
+  } else {
+    try {
+      reply = nd.redis->execute(argv, node_ms(n), conn_id);
+    } catch (const std::exception& e) {
+      violation(std::string("model gap: ") + e.what());
+      return;
+    }
   }
   if (opt_.trace) {
     trace("n" + std::to_string(n) + " ran for c" + std::to_string(c) + ": " + reply.to_string());
@@ -1176,7 +1330,8 @@ void World::crash(std::size_t n, bool keep, Us down_for) {
   nd.up = false;
   nd.down_since = now_;
   // The restart guard keeps the node out for the largest lease after it is back.
-  faulty(now_ + down_for + (guard_ ? max_ttl_.count() * kMs : 0) + 500 * kMs);
+  // (INFO's uptime is whole seconds, rounded down: up to 1 s more.)
+  faulty(now_ + down_for + (guard_ ? max_ttl_.count() * kMs + kSec : 0) + 500 * kMs);
   for (std::size_t c = 0; c < clients_.size(); ++c)
     fail_conn(static_cast<int>(c), n, Errc::connection_lost);
   nd.open.clear();
@@ -1322,10 +1477,22 @@ void World::schedule_faults() {
         at(now_ + len, [this, n] { nodes_[n].redis->set_oom(false); });
       });
     }
+  if (on("odd_reply"))
+    for (int i = some(1, 2); i > 0; --i) {
+      auto n = static_cast<std::size_t>(rng_.range(0, static_cast<std::int64_t>(nn) - 1));
+      Us len = rng_.range(50 * kMs, 1 * kSec);
+      at(rng_.range(0, span), [this, n, len] {
+        trace("FAULT n" + std::to_string(n) + " answers acquires oddly for " +
+              std::to_string(len / kMs) + " ms");
+        nodes_[n].odd_until = std::max(nodes_[n].odd_until, now_ + len);
+        faulty(now_ + len + 500 * kMs);
+      });
+    }
   // The quiet end: from active_end_ on, every fault is healed.
   at(active_end_, [this] {
     trace("quiet period begins: faults healed");
     for (std::size_t n = 0; n < nodes_.size(); ++n) {
+      nodes_[n].odd_until = 0;
       nodes_[n].slow_until = 0;
       nodes_[n].isolated_until = 0;
       nodes_[n].redis->set_oom(false);
@@ -1384,6 +1551,7 @@ void World::liveness_probe() {
   }
   if (now_ < faulty_until_) {
     free_since_.clear();
+    waited_while_free_.clear();
     return;
   }
   for (const auto& r : resources_) {
@@ -1392,10 +1560,18 @@ void World::liveness_probe() {
       free = nodes_[n].up && !nodes_[n].redis->key(prefix_ + r, node_ms(n)).has_value();
     if (!free) {
       free_since_.erase(r);
+      waited_while_free_.erase(r);
       continue;
     }
     auto it = free_since_.emplace(r, now_).first;
     Us since = it->second;
+    // Every live waiter seen in line for r while it is free: one that has given up since
+    // (its late request timed out) may still have had its turn in this stretch.
+    auto& seen = waited_while_free_[r];
+    for (const auto& other : clients_)
+      if (other.alive && other.has_op && other.op.waiting && other.op.resources.size() == 1 &&
+          other.op.resources[0] == r)
+        seen[{other.index, other.op.step}] = other.op.wait_start;
     if (now_ - since < bound_free_ || liveness_reported_.count(r) != 0) continue;
     for (const auto& cl : clients_) {
       const auto& op = cl.op;
@@ -1410,11 +1586,8 @@ void World::liveness_probe() {
       // first (a waiter that is slow to come, not gone: its channel still listens), so each
       // adds one turn, its notice and its request.
       std::size_t ahead = 0;
-      for (const auto& other : clients_)
-        if (&other != &cl && other.alive && other.has_op && other.op.waiting &&
-            other.op.resources.size() == 1 && other.op.resources[0] == r &&
-            other.op.wait_start < op.wait_start)
-          ++ahead;
+      for (const auto& [who, began] : seen)
+        if (who.first != cl.index && began < op.wait_start) ++ahead;
       Us bound = bound_free_ + 2 * (cl.config.request_timeout.count() - 200) * kMs +
                  static_cast<Us>(ahead) * (kTurnCap + 2 * 200 * kMs);
       if (now_ - since < bound) continue;
