@@ -9,12 +9,14 @@
 #include <future>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/keys.hpp"
 #include "fault_proxy.hpp"
 #include "redis_server.hpp"
 #include "redlock/redlock.hpp"
+#include "redlock_scripts.hpp"
 #include "test_config.hpp"
 
 namespace redlock {
@@ -362,6 +364,90 @@ TEST(Liveness, AFencedGrantWhoseWriteBackLeavesTooLittleIsRefused) {
         },
         5s))
         << "node " << i << ": the refused grant was not cleaned up";
+}
+
+// 9. A turn that begins while its line has less than a millisecond left still leaves the turns
+// with an expiry (simulator seed 380463). On Redis 7.0 a script sees its keys as they were when
+// it began, but PTTL reads the clock: a line whose expiry passes while the script runs (or falls
+// on the very millisecond it runs in) is still there and reads a PTTL of 0. The turns, kept as
+// long as the line, must then be kept a turn's length, not left without a ttl for ever. Here the
+// line is given one millisecond in the same transaction as the script, and the script's notice
+// is slowed down on its way: the server matches its channel against many patterns.
+TEST(Liveness, TheTurnsOfALineThatRunsOutStillExpire) {
+  const std::string kChannel = "redlock:turn:" + std::string(4096, 'a');
+  const std::string kTicket = kChannel + "#1@200";  // a turn of 200 ms
+  RedisServer server;
+  Listener listener(server, kChannel);
+  ASSERT_TRUE(listener.c != nullptr && listener.c->err == 0);
+  std::unique_ptr<redisContext, decltype(&redisFree)> patterns(
+      redisConnect("127.0.0.1", server.port()), &redisFree);
+  ASSERT_TRUE(patterns != nullptr && patterns->err == 0);
+  std::vector<std::string> argv{"PSUBSCRIBE"};
+  for (int i = 0; i < 2000; ++i) argv.push_back("*z" + std::to_string(i));
+  std::vector<const char*> args;
+  std::vector<std::size_t> lengths;
+  for (const auto& a : argv) {
+    args.push_back(a.data());
+    lengths.push_back(a.size());
+  }
+  ASSERT_EQ(redisAppendCommandArgv(patterns.get(), static_cast<int>(args.size()), args.data(),
+                                   lengths.data()),
+            REDIS_OK);
+  for (std::size_t i = 1; i < argv.size(); ++i) {  // one confirmation per pattern
+    void* reply = nullptr;
+    ASSERT_EQ(redisGetReply(patterns.get(), &reply), REDIS_OK);
+    freeReplyObject(reply);
+  }
+
+  const std::string key = "redlock:k";
+  const std::string queue = aux("k", detail::kQueue);
+  const std::string turns = aux("k", detail::kTurns);
+  // Runs `script` in a transaction right after giving the line 1 ms.
+  auto run_as_line_ends = [&](const std::vector<std::string>& script) {
+    redisContext* c = redisConnect("127.0.0.1", server.port());
+    if (c == nullptr || c->err) return false;
+    std::vector<std::vector<std::string>> commands{
+        {"MULTI"}, {"PEXPIRE", queue, "1"}, script, {"EXEC"}};
+    for (const auto& command : commands) {
+      std::vector<const char*> a;
+      std::vector<std::size_t> l;
+      for (const auto& s : command) {
+        a.push_back(s.data());
+        l.push_back(s.size());
+      }
+      redisAppendCommandArgv(c, static_cast<int>(a.size()), a.data(), l.data());
+    }
+    bool ok = true;
+    for (std::size_t i = 0; i < commands.size(); ++i) {
+      void* reply = nullptr;
+      if (redisGetReply(c, &reply) != REDIS_OK) ok = false;
+      if (reply != nullptr) freeReplyObject(reply);
+    }
+    redisFree(c);
+    return ok;
+  };
+
+  // A release that begins the waiter's turn (release.lua, announce).
+  server.command({"DEL", queue, turns});
+  ASSERT_EQ(server.command({"SET", key, "0123456789abcdef0123456789abcdef!", "PX", "10000"}), "OK");
+  ASSERT_EQ(server.command({"ZADD", queue, "1", kTicket}), "1");
+  ASSERT_TRUE(run_as_line_ends(
+      {"EVAL", detail::lua::release_body, "1", key, "0123456789abcdef0123456789abcdef."}));
+  EXPECT_EQ(server.command({"EXISTS", key}), "0") << "the release did not run: no test";
+  auto pttl = std::stoll(server.command({"PTTL", turns}));
+  EXPECT_NE(pttl, -1) << "release: the turns outlive their line";
+  EXPECT_LE(pttl, 200) << "release: the turns outlive the turn";
+
+  // An acquire that finds the key free and begins the first waiter's turn (acquire.lua).
+  server.command({"DEL", key, queue, turns});
+  ASSERT_EQ(server.command({"ZADD", queue, "1", kTicket}), "1");
+  ASSERT_TRUE(run_as_line_ends({"EVAL", detail::lua::acquire_body, "1", key,
+                                "fedcba9876543210fedcba9876543210.", "1000", "0",
+                                "redlock:turn:00000000000000cc#1@200", "2", "1000", "200"}));
+  EXPECT_EQ(server.command({"EXISTS", key}), "0") << "the acquire was granted: no test";
+  pttl = std::stoll(server.command({"PTTL", turns}));
+  EXPECT_NE(pttl, -1) << "acquire: the turns outlive their line";
+  EXPECT_LE(pttl, 200) << "acquire: the turns outlive the turn";
 }
 
 }  // namespace
