@@ -154,9 +154,11 @@ if ARGV[7] ~= nil and #KEYS == 1 then
       if heard and heard > 0 then due = now + length end
       if due and not try('HSET', turns, head, due) then due = nil end
       if due then
-        -- The turns live as long as the line: a missed turn must be seen as missed.
-        local line = try('PTTL', q)
-        if line and line > 0 then keep(turns, math.max(line, length)) end
+        -- The turns live as long as the line: a missed turn must be seen as missed. A line
+        -- that runs out in this very millisecond, or while this script runs, reads a PTTL of 0
+        -- (Redis 7.0 reads PTTL off the clock, but the script still sees the key): the turns
+        -- are then kept the turn's length, and are never left without a ttl.
+        keep(turns, math.max(try('PTTL', q) or 0, length))
       else
         due = now
       end

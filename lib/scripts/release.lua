@@ -100,13 +100,14 @@ local function announce(key, asked)
         local heard = try('PUBLISH', channel, name .. '|' .. head .. '|' .. key)
         if heard and heard > 0 then
           -- The turns live as long as the line: a missed turn must be seen as missed. Only a
-          -- turns key that took the turn is kept (another type there is left as it is).
+          -- turns key that took the turn is kept (another type there is left as it is). A line
+          -- that runs out in this very millisecond, or while this script runs, reads a PTTL of 0
+          -- (Redis 7.0 reads PTTL off the clock, but the script still sees the key): the turns
+          -- are then kept the turn's length, and are never left without a ttl.
           if try('HSET', turns, head, now + length) then
-            local line = try('PTTL', q)
+            local keep = math.max(try('PTTL', q) or 0, length)
             local left = try('PTTL', turns)
-            if line and left and line > 0 and left < math.max(line, length) then
-              try('PEXPIRE', turns, math.max(line, length))
-            end
+            if left and left < keep then try('PEXPIRE', turns, keep) end
           end
           -- The waiters for several keys whose sign-up has not ended, once per client.
           local others = aux(key, 'others')

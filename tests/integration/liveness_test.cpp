@@ -9,12 +9,14 @@
 #include <future>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/keys.hpp"
 #include "fault_proxy.hpp"
 #include "redis_server.hpp"
 #include "redlock/redlock.hpp"
+#include "redlock_scripts.hpp"
 #include "test_config.hpp"
 
 namespace redlock {
@@ -362,6 +364,97 @@ TEST(Liveness, AFencedGrantWhoseWriteBackLeavesTooLittleIsRefused) {
         },
         5s))
         << "node " << i << ": the refused grant was not cleaned up";
+}
+
+// 9. A turn that begins while its line has less than a millisecond left still leaves the turns
+// with an expiry (simulator seed 380463). On Redis 7.0 a script sees its keys as they were when
+// it began, but PTTL reads the clock: a line whose expiry passes while the script runs (or falls
+// on the very millisecond it runs in) is still there and reads a PTTL of 0. The turns, kept as
+// long as the line, must then be kept a turn's length, not left without a ttl for ever. Here the
+// line is given one millisecond in the same transaction as the script, and the script's notice
+// is slowed down on its way: the server matches its channel against many patterns.
+TEST(Liveness, TheTurnsOfALineThatRunsOutStillExpire) {
+  const std::string kChannel = "redlock:turn:" + std::string(4096, 'a');
+  constexpr long long kTurnMs = 1500;
+  const std::string kTicket = kChannel + "#1@" + std::to_string(kTurnMs);
+  RedisServer server;
+  Listener listener(server, kChannel);
+  ASSERT_TRUE(listener.c != nullptr && listener.c->err == 0);
+  std::unique_ptr<redisContext, decltype(&redisFree)> patterns(
+      redisConnect("127.0.0.1", server.port()), &redisFree);
+  ASSERT_TRUE(patterns != nullptr && patterns->err == 0);
+  std::vector<std::string> argv{"PSUBSCRIBE"};
+  for (int i = 0; i < 2000; ++i) argv.push_back("*z" + std::to_string(i));
+  std::vector<const char*> args;
+  std::vector<std::size_t> lengths;
+  for (const auto& a : argv) {
+    args.push_back(a.data());
+    lengths.push_back(a.size());
+  }
+  ASSERT_EQ(redisAppendCommandArgv(patterns.get(), static_cast<int>(args.size()), args.data(),
+                                   lengths.data()),
+            REDIS_OK);
+  for (std::size_t i = 1; i < argv.size(); ++i) {  // one confirmation per pattern
+    void* reply = nullptr;
+    ASSERT_EQ(redisGetReply(patterns.get(), &reply), REDIS_OK);
+    freeReplyObject(reply);
+  }
+
+  const std::string key = "redlock:k";
+  const std::string queue = aux("k", detail::kQueue);
+  const std::string turns = aux("k", detail::kTurns);
+  // Runs `script` in a transaction right after giving the line 2 ms, so that it runs out while
+  // the script publishes. Returns the turns' PTTL once a try began the waiter's turn (a loaded
+  // machine may let the line run out before the script begins: then it tries again), or -3.
+  auto turns_pttl_as_line_ends = [&](const std::vector<std::string>& setup,
+                                     const std::vector<std::string>& script) -> long long {
+    for (int attempt = 0; attempt < 10; ++attempt) {
+      server.command({"DEL", key, queue, turns});
+      if (!setup.empty()) server.command(setup);
+      server.command({"ZADD", queue, "1", kTicket});
+      redisContext* c = redisConnect("127.0.0.1", server.port());
+      if (c == nullptr || c->err) {
+        if (c != nullptr) redisFree(c);
+        continue;
+      }
+      std::vector<std::vector<std::string>> commands{
+          {"MULTI"}, {"PEXPIRE", queue, "2"}, script, {"EXEC"}};
+      for (const auto& command : commands) {
+        std::vector<const char*> a;
+        std::vector<std::size_t> l;
+        for (const auto& part : command) {
+          a.push_back(part.data());
+          l.push_back(part.size());
+        }
+        redisAppendCommandArgv(c, static_cast<int>(a.size()), a.data(), l.data());
+      }
+      for (std::size_t i = 0; i < commands.size(); ++i) {
+        void* reply = nullptr;
+        if (redisGetReply(c, &reply) == REDIS_OK && reply != nullptr) freeReplyObject(reply);
+      }
+      redisFree(c);
+      if (server.command({"HEXISTS", turns, kTicket}) == "1")
+        return std::stoll(server.command({"PTTL", turns}));
+    }
+    return -3;
+  };
+
+  // A release that begins the waiter's turn (release.lua, announce): the key holds the token
+  // marked, so somebody waits.
+  auto pttl = turns_pttl_as_line_ends(
+      {"SET", key, "0123456789abcdef0123456789abcdef!", "PX", "10000"},
+      {"EVAL", detail::lua::release_body, "1", key, "0123456789abcdef0123456789abcdef."});
+  ASSERT_NE(pttl, -3) << "release: no turn began: no test";
+  EXPECT_NE(pttl, -1) << "release: the turns outlive their line";
+  EXPECT_LE(pttl, kTurnMs) << "release: the turns outlive the turn";
+
+  // An acquire that finds the key free and begins the first waiter's turn (acquire.lua).
+  pttl = turns_pttl_as_line_ends(
+      {}, {"EVAL", detail::lua::acquire_body, "1", key, "fedcba9876543210fedcba9876543210.", "1000",
+           "0", "redlock:turn:00000000000000cc#1@200", "2", "1000", "200"});
+  ASSERT_NE(pttl, -3) << "acquire: no turn began: no test";
+  EXPECT_NE(pttl, -1) << "acquire: the turns outlive their line";
+  EXPECT_LE(pttl, kTurnMs) << "acquire: the turns outlive the turn";
 }
 
 }  // namespace
