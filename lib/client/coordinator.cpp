@@ -168,13 +168,13 @@ void Coordinator::on_request_ended() {
   if (--live_requests_ == 0 && shutting_down_) close_nodes();
 }
 
-void Coordinator::on_notice(std::size_t node, std::string_view channel, std::string_view payload) {
+void Coordinator::on_message(std::size_t node, std::string_view channel, std::string_view payload) {
   proto::Actions out;
   proto_->notices().on_message(node, channel, payload, Clock::now(), out);
   run(out, Route{});
 }
 
-void Coordinator::on_notice_subscribed(std::size_t node, std::string_view channel) {
+void Coordinator::on_subscribed(std::size_t node, std::string_view channel) {
   proto::Actions out;
   proto_->notices().on_subscribed(node, channel, Clock::now(), out);
   run(out, Route{});

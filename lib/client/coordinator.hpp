@@ -26,7 +26,7 @@
 
 namespace redlock::detail {
 
-class Coordinator final : JobHost, VoteSink, NoticeListener {
+class Coordinator final : JobHost, VoteSink, MessageSink {
  public:
   Coordinator(uv_loop_t* loop, const Config& config);
   ~Coordinator();
@@ -70,9 +70,9 @@ class Coordinator final : JobHost, VoteSink, NoticeListener {
   void on_votes(Route route, proto::RequestId id, std::size_t node,
                 std::vector<NodeVote> votes) override;
   void on_request_ended() override;
-  // NoticeListener
-  void on_notice(std::size_t node, std::string_view channel, std::string_view payload) override;
-  void on_notice_subscribed(std::size_t node, std::string_view channel) override;
+  // MessageSink: the notice connections' messages and confirmed subscriptions (Waiters)
+  void on_message(std::size_t node, std::string_view channel, std::string_view payload) override;
+  void on_subscribed(std::size_t node, std::string_view channel) override;
 
   uv_loop_t* loop_;
   const Config& config_;
