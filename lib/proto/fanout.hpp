@@ -26,8 +26,12 @@ class FanOutTally {
   // Records node `node`'s votes (one per item; a pending vote counts as a protocol error; a node
   // already heard from is ignored). Returns the items newly decided by it, in order.
   std::vector<std::size_t> record(std::size_t node, std::vector<NodeVote> votes);
+  // The same, for a caller that only asks whether some item was newly decided (no list built:
+  // this is every reply of an acquire or a release).
+  bool record_decides(std::size_t node, std::vector<NodeVote> votes);
   // The decisions of a fan-out whose every node was known: call once after construction.
   std::vector<std::size_t> decide_now();
+  bool decides_now() { return decide(nullptr) > 0; }
 
   bool settled() const noexcept { return outstanding_ == 0; }
   bool answered(std::size_t node) const noexcept { return heard_[node]; }
@@ -43,8 +47,11 @@ class FanOutTally {
                      std::shared_ptr<const std::vector<std::string>> addresses = nullptr) const;
 
  private:
-  void count(std::size_t item, std::size_t node, NodeVote vote);
-  std::vector<std::size_t> decide();
+  bool hear(std::size_t node, std::vector<NodeVote>& votes);
+  void count(std::size_t item, std::size_t node, NodeVote&& vote);
+  // Decides what can be decided; appends the items newly decided to `decided` (if given) and
+  // returns how many there were.
+  std::size_t decide(std::vector<std::size_t>* decided);
 
   Clock::time_point started_;
   bool wait_all_;

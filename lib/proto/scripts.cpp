@@ -66,7 +66,10 @@ Request acquire_request(const std::vector<std::string>& keys, const std::string&
   r.script = ScriptId::acquire;
   r.decoder = Decoder::acquire;
   r.keys = keys;
-  r.args = {token, ms_arg(ttl), fencing ? "1" : "0"};
+  r.args.reserve(7);  // one allocation, no initializer list to copy the token from
+  r.args.push_back(token);
+  r.args.push_back(ms_arg(ttl));
+  r.args.emplace_back(fencing ? "1" : "0");
   // Every acquire of one key through the script keeps to the line; only a waiter takes a place.
   r.args.push_back(ticket);
   r.args.push_back(ticket.empty() ? "0" : place);
@@ -93,7 +96,8 @@ Request release_request(const std::vector<std::string>& keys, const std::string&
   r.decoder = Decoder::release;
   r.keys = keys;
   // A real release of no line is the token alone (scripts/release.lua).
-  r.args = {token};
+  r.args.reserve(line != nullptr ? 5 : 2);
+  r.args.push_back(token);
   if (!announce || line != nullptr) r.args.push_back(announce ? "1" : "0");
   if (line != nullptr) {
     r.args.push_back(line->ticket);
