@@ -4,11 +4,14 @@ namespace redlock::detail::proto {
 
 FanOutTally::FanOutTally(std::size_t nodes, std::size_t items, Clock::time_point started,
                          bool wait_all, const std::vector<NodeVote>* known)
-    : started_(started), wait_all_(wait_all) {
-  tallies_.assign(items, Tally{nodes, 0, 0, 0});
-  votes_.resize(items);
-  for (auto& v : votes_) v.resize(nodes);  // no temporary to copy from
-  verdicts_.assign(items, Verdict::pending);
+    : started_(started), wait_all_(wait_all), items_(items) {
+  first_.tally.nodes = nodes;
+  if (items > 1) more_.assign(items - 1, first_);
+  if (items > 0) first_votes_.resize(nodes);
+  if (items > 1) {
+    more_votes_.resize(items - 1);
+    for (auto& v : more_votes_) v.resize(nodes);  // no temporary to copy from
+  }
   heard_.assign(nodes, false);
   asked_.reserve(nodes);
   for (std::size_t node = 0; node < nodes; ++node) {
@@ -24,14 +27,14 @@ FanOutTally::FanOutTally(std::size_t nodes, std::size_t items, Clock::time_point
 }
 
 void FanOutTally::count(std::size_t item, std::size_t node, NodeVote&& vote) {
-  auto& slot = votes_[item][node];
+  auto& slot = (item == 0 ? first_votes_ : more_votes_[item - 1])[node];
   if (slot.vote != Vote::pending) return;
   if (vote.vote == Vote::pending) {
     vote.vote = Vote::failed;
     vote.error = make_error_code(Errc::protocol_error);
     vote.detail = "unexpected reply";
   }
-  auto& t = tallies_[item];
+  auto& t = at(item).tally;
   switch (vote.vote) {
     case Vote::yes:
       ++t.yes;
@@ -51,7 +54,7 @@ bool FanOutTally::hear(std::size_t node, std::vector<NodeVote>& votes) {
   if (node >= heard_.size() || heard_[node]) return false;
   heard_[node] = true;
   --outstanding_;
-  for (std::size_t i = 0; i < tallies_.size(); ++i) {
+  for (std::size_t i = 0; i < items_; ++i) {
     if (i < votes.size()) {
       count(i, node, std::move(votes[i]));
     } else {
@@ -79,12 +82,13 @@ std::vector<std::size_t> FanOutTally::decide_now() {
 
 std::size_t FanOutTally::decide(std::vector<std::size_t>* decided) {
   std::size_t n = 0;
-  for (std::size_t i = 0; i < tallies_.size(); ++i) {
-    if (verdicts_[i] != Verdict::pending) continue;
+  for (std::size_t i = 0; i < items_; ++i) {
+    auto& item = at(i);
+    if (item.verdict != Verdict::pending) continue;
     Verdict v =
-        wait_all_ ? (outstanding_ == 0 ? Verdict::won : Verdict::pending) : tallies_[i].verdict();
+        wait_all_ ? (outstanding_ == 0 ? Verdict::won : Verdict::pending) : item.tally.verdict();
     if (v == Verdict::pending) continue;
-    verdicts_[i] = v;
+    item.verdict = v;
     ++n;
     if (decided != nullptr) decided->push_back(i);
   }
@@ -93,7 +97,7 @@ std::size_t FanOutTally::decide(std::vector<std::size_t>* decided) {
 
 Votes FanOutTally::public_votes(std::size_t item,
                                 std::shared_ptr<const std::vector<std::string>> addresses) const {
-  return make_votes(votes_[item], std::move(addresses));
+  return make_votes(votes(item), std::move(addresses));
 }
 
 Votes make_votes(std::vector<NodeVote> nodes,

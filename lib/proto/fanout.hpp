@@ -35,18 +35,26 @@ class FanOutTally {
 
   bool settled() const noexcept { return outstanding_ == 0; }
   bool answered(std::size_t node) const noexcept { return heard_[node]; }
-  bool decided(std::size_t item = 0) const noexcept { return verdicts_[item] != Verdict::pending; }
-  const Tally& tally(std::size_t item = 0) const noexcept { return tallies_[item]; }
-  const std::vector<NodeVote>& votes(std::size_t item = 0) const noexcept { return votes_[item]; }
-  Verdict verdict(std::size_t item = 0) const noexcept { return verdicts_[item]; }
+  bool decided(std::size_t item = 0) const noexcept { return at(item).verdict != Verdict::pending; }
+  const Tally& tally(std::size_t item = 0) const noexcept { return at(item).tally; }
+  const std::vector<NodeVote>& votes(std::size_t item = 0) const noexcept {
+    return item == 0 ? first_votes_ : more_votes_[item - 1];
+  }
+  Verdict verdict(std::size_t item = 0) const noexcept { return at(item).verdict; }
   Clock::time_point started() const noexcept { return started_; }
   std::size_t nodes() const noexcept { return heard_.size(); }
-  std::size_t items() const noexcept { return tallies_.size(); }
+  std::size_t items() const noexcept { return items_; }
   // Votes of item `item` as the public API reports them (addresses filled in by the driver).
   Votes public_votes(std::size_t item = 0,
                      std::shared_ptr<const std::vector<std::string>> addresses = nullptr) const;
 
  private:
+  struct Item {
+    Tally tally;
+    Verdict verdict = Verdict::pending;
+  };
+  const Item& at(std::size_t item) const noexcept { return item == 0 ? first_ : more_[item - 1]; }
+  Item& at(std::size_t item) noexcept { return item == 0 ? first_ : more_[item - 1]; }
   bool hear(std::size_t node, std::vector<NodeVote>& votes);
   void count(std::size_t item, std::size_t node, NodeVote&& vote);
   // Decides what can be decided; appends the items newly decided to `decided` (if given) and
@@ -55,9 +63,13 @@ class FanOutTally {
 
   Clock::time_point started_;
   bool wait_all_;
-  std::vector<Tally> tallies_;
-  std::vector<std::vector<NodeVote>> votes_;
-  std::vector<Verdict> verdicts_;
+  std::size_t items_;
+  // Item 0 in place, the others (a renewal batch's) in lists: a fan-out of one item, every
+  // acquire and release, allocates no list of items.
+  Item first_;
+  std::vector<Item> more_;
+  std::vector<NodeVote> first_votes_;
+  std::vector<std::vector<NodeVote>> more_votes_;
   std::vector<bool> heard_;
   std::vector<std::size_t> asked_;
   std::size_t outstanding_ = 0;

@@ -89,12 +89,12 @@ bool is_syntax_error(const NodeVote& vote) {
   return vote.vote == Vote::failed && vote.detail.rfind("ERR syntax error", 0) == 0;
 }
 
-Request release_request(const std::vector<std::string>& keys, const std::string& token,
-                        bool announce, const Line* line) {
+Request release_request(std::vector<std::string> keys, const std::string& token, bool announce,
+                        const Line* line) {
   Request r;
   r.script = ScriptId::release;
   r.decoder = Decoder::release;
-  r.keys = keys;
+  r.keys = std::move(keys);
   // A real release of no line is the token alone (scripts/release.lua).
   r.args.reserve(line != nullptr ? 5 : 2);
   r.args.push_back(token);
