@@ -4,7 +4,7 @@ namespace redlock::detail::proto {
 
 FanOutTally::FanOutTally(std::size_t nodes, std::size_t items, Clock::time_point started,
                          bool wait_all, const std::vector<NodeVote>* known)
-    : started_(started), wait_all_(wait_all), items_(items) {
+    : started_(started), wait_all_(wait_all), items_(items), nodes_(nodes) {
   first_.tally.nodes = nodes;
   if (items > 1) more_.assign(items - 1, first_);
   if (items > 0) first_votes_.resize(nodes);
@@ -12,12 +12,11 @@ FanOutTally::FanOutTally(std::size_t nodes, std::size_t items, Clock::time_point
     more_votes_.resize(items - 1);
     for (auto& v : more_votes_) v.resize(nodes);  // no temporary to copy from
   }
-  heard_.assign(nodes, false);
+  if (items == 0) heard_.assign(nodes, false);
   asked_.reserve(nodes);
   for (std::size_t node = 0; node < nodes; ++node) {
     if (known != nullptr && items == 1 && node < known->size() &&
         (*known)[node].vote == Vote::yes) {
-      heard_[node] = true;
       count(0, node, NodeVote((*known)[node]));
     } else {
       asked_.push_back(node);
@@ -51,8 +50,8 @@ void FanOutTally::count(std::size_t item, std::size_t node, NodeVote&& vote) {
 
 // False when the node was heard from already (or is no node of this fan-out).
 bool FanOutTally::hear(std::size_t node, std::vector<NodeVote>& votes) {
-  if (node >= heard_.size() || heard_[node]) return false;
-  heard_[node] = true;
+  if (node >= nodes_ || answered(node)) return false;
+  if (items_ == 0) heard_[node] = true;
   --outstanding_;
   for (std::size_t i = 0; i < items_; ++i) {
     if (i < votes.size()) {

@@ -34,7 +34,10 @@ class FanOutTally {
   bool decides_now() { return decide(nullptr) > 0; }
 
   bool settled() const noexcept { return outstanding_ == 0; }
-  bool answered(std::size_t node) const noexcept { return heard_[node]; }
+  bool answered(std::size_t node) const noexcept {
+    // A node heard from has a vote on item 0 that is no longer pending (count()).
+    return items_ > 0 ? first_votes_[node].vote != Vote::pending : heard_[node];
+  }
   bool decided(std::size_t item = 0) const noexcept { return at(item).verdict != Verdict::pending; }
   const Tally& tally(std::size_t item = 0) const noexcept { return at(item).tally; }
   const std::vector<NodeVote>& votes(std::size_t item = 0) const noexcept {
@@ -42,7 +45,7 @@ class FanOutTally {
   }
   Verdict verdict(std::size_t item = 0) const noexcept { return at(item).verdict; }
   Clock::time_point started() const noexcept { return started_; }
-  std::size_t nodes() const noexcept { return heard_.size(); }
+  std::size_t nodes() const noexcept { return nodes_; }
   std::size_t items() const noexcept { return items_; }
   // Votes of item `item` as the public API reports them (addresses filled in by the driver).
   Votes public_votes(std::size_t item = 0,
@@ -70,7 +73,8 @@ class FanOutTally {
   std::vector<Item> more_;
   std::vector<NodeVote> first_votes_;
   std::vector<std::vector<NodeVote>> more_votes_;
-  std::vector<bool> heard_;
+  std::size_t nodes_;
+  std::vector<bool> heard_;  // only for a fan-out of no item (answered())
   std::vector<std::size_t> asked_;
   std::size_t outstanding_ = 0;
 };
