@@ -1,5 +1,7 @@
 #include "scripts.hpp"
 
+#include <initializer_list>
+
 #include "../core/replies.hpp"
 #include "redlock_scripts.hpp"  // generated (cmake/EmbedScripts.cmake)
 
@@ -59,6 +61,19 @@ bool script_order_free(ScriptId script) noexcept {
 
 std::string ms_arg(Milliseconds d) { return std::to_string(d.count()); }
 
+namespace {
+
+// An argv whose strings are each copied once (a braced list of std::string copies each twice:
+// into the list, then out of it).
+std::vector<std::string> strings(std::initializer_list<std::string_view> parts) {
+  std::vector<std::string> v;
+  v.reserve(parts.size());
+  for (auto p : parts) v.emplace_back(p);
+  return v;
+}
+
+}  // namespace
+
 Request acquire_request(const std::vector<std::string>& keys, const std::string& token,
                         Milliseconds ttl, bool fencing, const std::string& ticket,
                         const std::string& place, Milliseconds keep, Milliseconds turn_length) {
@@ -81,7 +96,7 @@ Request acquire_request(const std::vector<std::string>& keys, const std::string&
 Request quick_acquire_request(const std::string& key, const std::string& token, Milliseconds ttl) {
   Request r;
   r.decoder = Decoder::quick_acquire;
-  r.args = {"SET", key, token, "NX", "PX", ms_arg(ttl), "GET"};
+  r.args = strings({"SET", key, token, "NX", "PX", ms_arg(ttl), "GET"});
   return r;
 }
 
