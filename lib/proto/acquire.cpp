@@ -135,30 +135,38 @@ void AcquireMachine::attempt(const std::string* notice, Clock::time_point now, A
 // The acquire script to every node; with `known`, only to the nodes not already ours.
 void AcquireMachine::send_acquire(const std::vector<NodeVote>* known, Clock::time_point now,
                                   Actions& out) {
-  Request command = acquire_request(keys_, token_, ttl_, fencing_, ticket_, place_, line_kept(now),
-                                    ctx_.turn_length());
-  Live live;
-  live.round = Round::acquire;
-  // An acquire that does not wait, of one key and without fencing, is one plain command instead
-  // (docs/guide-waiting.md); a server too old for it gets the script.
-  if (quick_acquire_applies(waits_, fencing_, keys_.size(), ctx_.quick_acquire())) {
-    live.fallback = std::make_shared<const Request>(std::move(command));
-    command = quick_acquire_request(keys_[0], token_, ttl_);
-  }
-  live.tally = std::make_shared<FanOutTally>(ctx_.nodes(), 1, now, false, known);
   auto id = ctx_.next_request();
   current_ = id;
+  // A map node: the tally stays where it is while later rounds are added.
+  Live& live =
+      live_.emplace(id, Live(Round::acquire, FanOutTally(ctx_.nodes(), 1, now, false, known)))
+          .first->second;
   Send send;
   send.id = id;
   send.job = id_;
-  send.request = std::make_shared<const Request>(std::move(command));
-  send.nodes = live.tally->asked();
-  auto tally = live.tally;
-  live_.emplace(id, std::move(live));
+  // An acquire that does not wait, of one key and without fencing, is one plain command instead
+  // (docs/guide-waiting.md); a server too old for it gets the script, built only then (on_reply).
+  if (quick_acquire_applies(waits_, fencing_, keys_.size(), ctx_.quick_acquire())) {
+    live.quick = true;
+    live.sent = now;
+    send.request = std::make_shared<const Request>(quick_acquire_request(keys_[0], token_, ttl_));
+  } else {
+    send.request = std::make_shared<const Request>(acquire_request(
+        keys_, token_, ttl_, fencing_, ticket_, place_, line_kept(now), ctx_.turn_length()));
+  }
+  send.nodes = live.tally.asked();
+  bool decided = live.tally.decides_now();  // by the known votes alone, or nobody to ask
   if (!send.nodes.empty()) out.push_back(std::move(send));
-  // Decided by the known votes alone, or nobody to ask.
-  if (!tally->decide_now().empty()) on_decided(id, now, out);
-  if (tally->settled()) on_settled(id, now, out);
+  after_decided(id, decided, now, out);
+}
+
+// What follows a round's news: its verdict if `decided`, then its end once every node answered.
+void AcquireMachine::after_decided(RequestId id, bool decided, Clock::time_point now,
+                                   Actions& out) {
+  if (decided) on_decided(id, now, out);
+  // on_decided may add rounds (a fill-in), never take this one away; looked up again all the same.
+  auto it = live_.find(id);
+  if (it != live_.end() && it->second.tally.settled()) on_settled(id, now, out);
 }
 
 void AcquireMachine::on_reply(RequestId request, std::size_t node, std::vector<NodeVote> votes,
@@ -173,13 +181,19 @@ void AcquireMachine::on_reply(RequestId request, std::size_t node, std::vector<N
   auto it = live_.find(id);
   if (it == live_.end()) return;
   Live& live = it->second;
-  if (node >= live.tally->nodes() || live.tally->answered(node)) return;
-  if (live.fallback && !from_fallback && !votes.empty() && is_syntax_error(votes[0])) {
+  if (node >= live.tally.nodes() || live.tally.answered(node)) return;
+  if (live.quick && !from_fallback && !votes.empty() && is_syntax_error(votes[0])) {
     // The server does not know the command's form: no acquire uses it again. The command did not
     // run, so the fallback may go in its place while nothing of ours went behind it that it could
     // overtake: the clean-up of an attempt follows its verdict, here still open.
     ctx_.no_quick_acquire();
-    if (!live.tally->decided()) {
+    if (!live.tally.decided()) {
+      // An undecided round is the current attempt's (an attempt ends only on a verdict): token_
+      // is still the one the command carried.
+      if (!live.fallback)
+        live.fallback = std::make_shared<const Request>(
+            acquire_request(keys_, token_, ttl_, fencing_, ticket_, place_, line_kept(live.sent),
+                            ctx_.turn_length()));
       Send send;
       send.id = ctx_.next_request();
       send.job = id_;
@@ -190,10 +204,8 @@ void AcquireMachine::on_reply(RequestId request, std::size_t node, std::vector<N
       return;
     }
   }
-  auto tally = live.tally;
-  bool decided = !tally->record(node, std::move(votes)).empty();
-  if (decided) on_decided(id, now, out);
-  if (tally->settled()) on_settled(id, now, out);
+  bool decided = live.tally.record_decides(node, std::move(votes));
+  after_decided(id, decided, now, out);
 }
 
 void AcquireMachine::on_decided(RequestId id, Clock::time_point now, Actions& out) {
@@ -202,7 +214,7 @@ void AcquireMachine::on_decided(RequestId id, Clock::time_point now, Actions& ou
     on_fenced(id, now, out);
     return;
   }
-  const auto& f = *live.tally;
+  const auto& f = live.tally;
   // A refusal that may be a split vote is judged on the whole picture: every contender then sees
   // the same one and they agree on a winner.
   if (f.verdict() == Verdict::lost && !f.settled() && may_be_split(f)) {
@@ -220,7 +232,7 @@ void AcquireMachine::on_settled(RequestId id, Clock::time_point now, Actions& ou
   if (settle == Settle::judge) {
     on_attempt(id, now, out);
   } else if (settle == Settle::leave_if_refused) {
-    const auto& nodes = it->second.tally->votes();
+    const auto& nodes = it->second.tally.votes();
     if (std::any_of(nodes.begin(), nodes.end(),
                     [](const NodeVote& v) { return v.vote == Vote::no; }))
       leave_waiting(out);
@@ -235,7 +247,7 @@ bool AcquireMachine::may_be_split(const FanOutTally& f) const {
 
 void AcquireMachine::on_attempt(RequestId id, Clock::time_point now, Actions& out) {
   auto& live = live_.at(id);
-  const auto& f = *live.tally;
+  const auto& f = live.tally;
   AcquireResult r;
   r.votes = f.public_votes(0, ctx_.addresses());
   r.attempts = attempts_ + fills_;
@@ -276,24 +288,23 @@ void AcquireMachine::on_attempt(RequestId id, Clock::time_point now, Actions& ou
 // validity window.
 void AcquireMachine::write_back(AcquireResult granted, Clock::time_point now, Actions& out) {
   granted.lock.fencing_token = fencing_token_of(granted.votes.nodes);
-  Live live;
-  live.round = Round::fence;
-  live.tally = std::make_shared<FanOutTally>(ctx_.nodes(), 1, now);
+  auto id = ctx_.next_request();
+  Live& live =
+      live_.emplace(id, Live(Round::fence, FanOutTally(ctx_.nodes(), 1, now))).first->second;
   Send send;
-  send.id = ctx_.next_request();
+  send.id = id;
   send.job = id_;
   send.request =
       std::make_shared<const Request>(fence_request(keys_, token_, granted.lock.fencing_token));
-  send.nodes = live.tally->asked();
+  send.nodes = live.tally.asked();
   live.granted = std::move(granted);
-  current_ = send.id;
-  live_.emplace(send.id, std::move(live));
+  current_ = id;
   out.push_back(std::move(send));
 }
 
 void AcquireMachine::on_fenced(RequestId id, Clock::time_point now, Actions& out) {
   auto& live = live_.at(id);
-  const auto& f = *live.tally;
+  const auto& f = live.tally;
   AcquireResult r = std::move(live.granted);
   bool valid = enough_left(now, r.lock.valid_until, least_validity());
   if (f.verdict() == Verdict::won && valid && !ctx_.shutting_down() && !stop_reason_) {

@@ -73,9 +73,12 @@ class AcquireMachine final : public Waiter {
     leave_if_refused,  // a waiter granted: leave the line where a late vote refused it
   };
   struct Live {
+    Live(Round r, FanOutTally t) : round(r), tally(std::move(t)) {}
     Round round = Round::acquire;
-    std::shared_ptr<FanOutTally> tally;
-    std::shared_ptr<const Request> fallback;  // the quick acquire's: the script
+    FanOutTally tally;         // in the map's node: stays put until the entry is erased
+    bool quick = false;        // the quick acquire: the script is its fallback (built when needed)
+    Clock::time_point sent{};  // when it went out (the fallback's line_kept)
+    std::shared_ptr<const Request> fallback;  // the script, once a node refused the command
     Settle settle = Settle::none;
     AcquireResult granted;  // the fence round: the grant it writes back
   };
@@ -83,6 +86,7 @@ class AcquireMachine final : public Waiter {
   void attempt(const std::string* notice, Clock::time_point now, Actions& out);
   void send_acquire(const std::vector<NodeVote>* known, Clock::time_point now, Actions& out);
   void on_decided(RequestId id, Clock::time_point now, Actions& out);
+  void after_decided(RequestId id, bool decided, Clock::time_point now, Actions& out);
   void on_settled(RequestId id, Clock::time_point now, Actions& out);
   bool may_be_split(const FanOutTally& f) const;
   void on_attempt(RequestId id, Clock::time_point now, Actions& out);

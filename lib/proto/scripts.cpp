@@ -1,5 +1,7 @@
 #include "scripts.hpp"
 
+#include <initializer_list>
+
 #include "../core/replies.hpp"
 #include "redlock_scripts.hpp"  // generated (cmake/EmbedScripts.cmake)
 
@@ -59,6 +61,19 @@ bool script_order_free(ScriptId script) noexcept {
 
 std::string ms_arg(Milliseconds d) { return std::to_string(d.count()); }
 
+namespace {
+
+// An argv whose strings are each copied once (a braced list of std::string copies each twice:
+// into the list, then out of it).
+std::vector<std::string> strings(std::initializer_list<std::string_view> parts) {
+  std::vector<std::string> v;
+  v.reserve(parts.size());
+  for (auto p : parts) v.emplace_back(p);
+  return v;
+}
+
+}  // namespace
+
 Request acquire_request(const std::vector<std::string>& keys, const std::string& token,
                         Milliseconds ttl, bool fencing, const std::string& ticket,
                         const std::string& place, Milliseconds keep, Milliseconds turn_length) {
@@ -66,7 +81,10 @@ Request acquire_request(const std::vector<std::string>& keys, const std::string&
   r.script = ScriptId::acquire;
   r.decoder = Decoder::acquire;
   r.keys = keys;
-  r.args = {token, ms_arg(ttl), fencing ? "1" : "0"};
+  r.args.reserve(7);  // one allocation, no initializer list to copy the token from
+  r.args.push_back(token);
+  r.args.push_back(ms_arg(ttl));
+  r.args.emplace_back(fencing ? "1" : "0");
   // Every acquire of one key through the script keeps to the line; only a waiter takes a place.
   r.args.push_back(ticket);
   r.args.push_back(ticket.empty() ? "0" : place);
@@ -78,7 +96,7 @@ Request acquire_request(const std::vector<std::string>& keys, const std::string&
 Request quick_acquire_request(const std::string& key, const std::string& token, Milliseconds ttl) {
   Request r;
   r.decoder = Decoder::quick_acquire;
-  r.args = {"SET", key, token, "NX", "PX", ms_arg(ttl), "GET"};
+  r.args = strings({"SET", key, token, "NX", "PX", ms_arg(ttl), "GET"});
   return r;
 }
 
@@ -86,14 +104,15 @@ bool is_syntax_error(const NodeVote& vote) {
   return vote.vote == Vote::failed && vote.detail.rfind("ERR syntax error", 0) == 0;
 }
 
-Request release_request(const std::vector<std::string>& keys, const std::string& token,
-                        bool announce, const Line* line) {
+Request release_request(std::vector<std::string> keys, const std::string& token, bool announce,
+                        const Line* line) {
   Request r;
   r.script = ScriptId::release;
   r.decoder = Decoder::release;
-  r.keys = keys;
+  r.keys = std::move(keys);
   // A real release of no line is the token alone (scripts/release.lua).
-  r.args = {token};
+  r.args.reserve(line != nullptr ? 5 : 2);
+  r.args.push_back(token);
   if (!announce || line != nullptr) r.args.push_back(announce ? "1" : "0");
   if (line != nullptr) {
     r.args.push_back(line->ticket);

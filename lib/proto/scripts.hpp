@@ -54,8 +54,8 @@ bool is_syntax_error(const NodeVote& vote);
 // release.lua, in its forms:
 // - a real release (announced) of no line: the token alone;
 // - otherwise token, '1'/'0' announce, and with a line: ticket, place ('' leaves), keep ms.
-// Decoder::release.
-Request release_request(const std::vector<std::string>& keys, const std::string& token,
+// Decoder::release. `keys` by value: a caller's fresh list moves in.
+Request release_request(std::vector<std::string> keys, const std::string& token,
                         bool announce = true, const Line* line = nullptr);
 // A waiter that is gone leaves `key`'s line: the token "-" is no token, nothing is deleted.
 Request leave_line_request(const std::string& key, const std::string& ticket);

@@ -55,7 +55,7 @@ void ExtendMachine::start(Clock::time_point now, Actions& out) {
 void ExtendMachine::on_reply(RequestId request, std::size_t node, std::vector<NodeVote> votes,
                              Clock::time_point now, Actions& out) {
   if (request != id_ || !tally_ || finished_) return;
-  if (tally_->record(node, std::move(votes)).empty()) return;
+  if (!tally_->record_decides(node, std::move(votes))) return;
   finished_ = true;
   auto r = extend_result(*tally_, lock_.valid_until, ttl_, ctx_.config().drift_factor, now);
   r.votes.addresses = ctx_.addresses();
@@ -76,7 +76,7 @@ void ReleaseMachine::start(Clock::time_point now, Actions& out) {
 void ReleaseMachine::on_reply(RequestId request, std::size_t node, std::vector<NodeVote> votes,
                               Clock::time_point, Actions& out) {
   if (request != id_ || !tally_ || finished_) return;
-  if (tally_->record(node, std::move(votes)).empty()) return;
+  if (!tally_->record_decides(node, std::move(votes))) return;
   finished_ = true;
   auto r = release_result(*tally_);
   r.votes.addresses = ctx_.addresses();

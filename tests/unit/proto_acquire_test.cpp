@@ -164,6 +164,37 @@ TEST(ProtoAcquire, AServerTooOldForTheQuickAcquireGetsTheScriptInstead) {
   EXPECT_EQ(only<Send>(out).request->script, ScriptId::acquire);
 }
 
+// The script is built only once a node refuses the command's form, once per round, and carries
+// the round's token: the nodes that refuse share it, a refusal after the verdict gets none.
+TEST(ProtoAcquire, TheQuickAcquiresFallbackIsBuiltOncePerRoundForTheNodesThatRefuse) {
+  Harness h(5);
+  AcquireMachine m(h.context(), one(0ms), 10'000ms, at(0ms), 0);
+  Actions out;
+  m.start(at(0ms), out);
+  auto send = only<Send>(out);
+  EXPECT_EQ(send.request->script, ScriptId::none);
+  out.clear();
+  m.on_reply(send.id, 3, failed(Errc::redis_error, "ERR syntax error"), at(1ms), out);
+  auto first = only<Send>(out);
+  out.clear();
+  m.on_reply(send.id, 1, failed(Errc::redis_error, "ERR syntax error"), at(2ms), out);
+  auto second = only<Send>(out);
+  EXPECT_EQ(first.request, second.request) << "one script for the round";
+  EXPECT_NE(first.id, second.id);
+  EXPECT_EQ(first.nodes, nodes({3}));
+  EXPECT_EQ(second.nodes, nodes({1}));
+  EXPECT_EQ(first.request->args,
+            (std::vector<std::string>{token(1), "10000", "0", "", "0", "3600000", "200"}));
+  out.clear();
+  m.on_reply(send.id, 0, yes(), at(3ms), out);
+  m.on_reply(first.id, 3, yes(), at(3ms), out);
+  m.on_reply(second.id, 1, yes(), at(3ms), out);
+  EXPECT_TRUE(only<DeliverAcquire>(out).result.ok());
+  out.clear();
+  m.on_reply(send.id, 4, failed(Errc::redis_error, "ERR syntax error"), at(4ms), out);
+  EXPECT_FALSE(has<Send>(out)) << "decided: a late refusal counts as a failed vote";
+}
+
 TEST(ProtoAcquire, RetriesAfterTheDelayWithItsJitterAndAFreshToken) {
   Harness h(3);
   h.random = 1042;  // jitter: 1042 % 101 = 32 ms

@@ -71,6 +71,36 @@ TEST(ProtoFanOut, WaitAllDecidesOnlyWhenEveryNodeAnswered) {
   EXPECT_EQ(f.record(2, failed()), std::vector<std::size_t>{0});
 }
 
+// Who answered: a known node, a node heard once (whatever it said, a pending vote included), and
+// in a fan-out of no items too; record_decides tells the same decisions as record.
+TEST(ProtoFanOut, AnsweredNodesAreHeardOnceWhateverTheyVoted) {
+  std::vector<NodeVote> known(3);
+  known[0].vote = Vote::yes;
+  FanOutTally f(3, 1, at(0ms), false, &known);
+  EXPECT_TRUE(f.answered(0));
+  EXPECT_FALSE(f.answered(1));
+  EXPECT_FALSE(f.record_decides(1, {NodeVote{}}));
+  EXPECT_TRUE(f.answered(1)) << "a pending vote is heard, as a protocol error";
+  EXPECT_FALSE(f.record_decides(1, yes())) << "heard once";
+  EXPECT_EQ(f.tally().yes, 1u);
+  EXPECT_EQ(f.tally().failed, 1u);
+  EXPECT_FALSE(f.record_decides(7, yes())) << "no node of this fan-out";
+  EXPECT_TRUE(f.record_decides(2, yes()));
+  EXPECT_EQ(f.verdict(), Verdict::won);
+  EXPECT_TRUE(f.settled());
+
+  FanOutTally none(2, 0, at(0ms));
+  EXPECT_EQ(none.asked(), nodes({0, 1}));
+  EXPECT_FALSE(none.record_decides(0, {}));
+  EXPECT_TRUE(none.answered(0));
+  EXPECT_FALSE(none.answered(1));
+  EXPECT_FALSE(none.settled());
+  none.record(0, {});
+  EXPECT_FALSE(none.settled()) << "heard once";
+  none.record(1, {});
+  EXPECT_TRUE(none.settled());
+}
+
 Lock held(Clock::time_point valid_until) {
   Lock lock("res", token(1));
   lock.valid_until = valid_until;
