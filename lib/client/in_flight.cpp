@@ -30,8 +30,8 @@ const Script* script_of(proto::ScriptId id) {
 InFlight::InFlight(const proto::Send& send, Route route, VoteSink& sink)
     : sink_(sink), route_(route), id_(send.id), request_(send.request), wanted_(send.reply_wanted) {
   command_.script = script_of(request_->script);
-  command_.keys = request_->keys;
-  command_.args = request_->args;
+  command_.keys_of = &request_->keys;  // the request lives as long as this: nothing is copied
+  command_.args_of = &request_->args;
 }
 
 InFlight::~InFlight() { sink_.on_request_ended(); }

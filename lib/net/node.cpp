@@ -8,9 +8,9 @@
 #include <cstdio>
 #include <utility>
 
+#include "../core/observe.hpp"
 #include "../core/quorum.hpp"
 #include "../core/safeguards.hpp"
-#include "../core/observe.hpp"
 #include "protocol.hpp"
 #include "redlock/errors.hpp"
 #include "tls.hpp"
@@ -345,12 +345,13 @@ bool Node::issue(Conn& conn, const Pending& p) {
       argv.push("EVALSHA");
       argv.push(c.script->sha);
     }
-    auto [end, ec] = std::to_chars(numkeys, numkeys + sizeof numkeys, c.keys.size());
+    const auto& keys = c.key_list();
+    auto [end, ec] = std::to_chars(numkeys, numkeys + sizeof numkeys, keys.size());
     (void)ec;
     argv.push(numkeys, static_cast<std::size_t>(end - numkeys));
-    for (const auto& k : c.keys) argv.push(k);
+    for (const auto& k : keys) argv.push(k);
   }
-  for (const auto& a : c.args) argv.push(a);
+  for (const auto& a : c.arg_list()) argv.push(a);
   if (!append_command(conn.transport->output(), argv)) return false;
   conn.pending.push_back(p);
   if (p.deadline_ms != 0) arm_request_timer(p.deadline_ms);
@@ -562,7 +563,9 @@ void Node::handle_probe(const redisReply* r) {
 void Node::keep_orphan(const Command& command) {
   if (command.script == nullptr || std::string_view(command.script->name) != "release") return;
   if (orphans_.size() >= kMaxOrphans) orphans_.pop_front();  // bounded: the oldest go first
-  orphans_.push_back(Orphan{command, false});
+  // Its own copy of the lists: an orphan outlives the caller's request.
+  orphans_.push_back(
+      Orphan{Command{command.script, command.key_list(), command.arg_list()}, false});
 }
 
 void Node::send_orphans(Conn& conn) {

@@ -50,6 +50,14 @@ struct Command {
   const Script* script = nullptr;  // script: EVALSHA sha numkeys keys... args...
   std::vector<std::string> keys;
   std::vector<std::string> args;  // without a script: the whole argv of a plain command
+  // Lists the caller keeps alive as long as the command, read instead of `keys` and `args`
+  // when set: one request to N nodes then copies no key and no argument (lib/client's
+  // InFlight points them at its proto::Request).
+  const std::vector<std::string>* keys_of = nullptr;
+  const std::vector<std::string>* args_of = nullptr;
+
+  const std::vector<std::string>& key_list() const noexcept { return keys_of ? *keys_of : keys; }
+  const std::vector<std::string>& arg_list() const noexcept { return args_of ? *args_of : args; }
 };
 
 // What a node answered. Exactly one of `reply` (never an error reply) and `error` is set.
