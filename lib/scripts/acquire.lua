@@ -108,6 +108,28 @@ local function stand_in_line()
   return signed
 end
 
+-- Takes the waiter's sign-ups out. Those left then last as long as the latest of them (its end
+-- is its score, on this node's clock), not SIGN_UP past the ones taken out: a waiter that signed
+-- up last and is granted (or gives up: release.lua) must not keep, for another SIGN_UP, an
+-- earlier waiter's sign-up that its own release could not take out (its node was cut off).
+-- Every ZREM comes before the clock is read: no write follows TIME on a server that replicates
+-- a script itself rather than its effects.
+local function sign_off()
+  local left_in = {}
+  for _, key in ipairs(KEYS) do
+    local others = aux(key, 'others')
+    if try('ZREM', others, ticket) == 1 then table.insert(left_in, others) end
+  end
+  if #left_in == 0 or not clock() then return end
+  for _, others in ipairs(left_in) do
+    try('ZREMRANGEBYSCORE', others, '-inf', now)
+    local last = try('ZRANGE', others, -1, -1, 'WITHSCORES')
+    local ends = last and tonumber(last[2])
+    local left = try('PTTL', others)
+    if ends and left and left > ends - now then try('PEXPIRE', others, ends - now) end
+  end
+end
+
 -- True when somebody waits for `key` here: a line, or a sign-up that has not ended.
 local function waiting(key)
   local q, others = aux(key, 'queue'), aux(key, 'others')
@@ -211,7 +233,7 @@ if #missed > 0 or (lined and #KEYS == 1) then
 end
 -- A waiter for several keys that is granted has signed up for none of them any more.
 if lined and #KEYS > 1 then
-  for _, key in ipairs(KEYS) do try('ZREM', aux(key, 'others'), ticket) end
+  sign_off()
 end
 -- A waiter's grant (the others of its line did not go away) leaves the new holder marked where
 -- others still wait. A grant that does not wait leaves it to the next refused waiter.

@@ -159,7 +159,24 @@ end
 
 local ticket = ARGV[3] or ''
 if ticket ~= '' and #KEYS > 1 and ARGV[4] == '' then
-  for _, key in ipairs(KEYS) do try('ZREM', aux(key, 'others'), ticket) end
+  -- The sign-ups left then last as long as the latest of them, not SIGN_UP past this waiter's:
+  -- acquire.lua's sign_off, the same steps (each script is loaded on its own), says why.
+  local left_in = {}
+  for _, key in ipairs(KEYS) do
+    local others = aux(key, 'others')
+    if try('ZREM', others, ticket) == 1 then table.insert(left_in, others) end
+  end
+  local time = #left_in > 0 and try('TIME')
+  if time then
+    local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+    for _, others in ipairs(left_in) do
+      try('ZREMRANGEBYSCORE', others, '-inf', now)
+      local last = try('ZRANGE', others, -1, -1, 'WITHSCORES')
+      local ends = last and tonumber(last[2])
+      local left = try('PTTL', others)
+      if ends and left and left > ends - now then try('PEXPIRE', others, ends - now) end
+    end
+  end
 elseif ticket ~= '' and #KEYS == 1 then
   local q = aux(KEYS[1], 'queue')
   if ARGV[4] ~= '' then

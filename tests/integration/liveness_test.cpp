@@ -289,6 +289,52 @@ TEST(Liveness, AGrantedWaiterLeavesNoSignUp) {
   EXPECT_TRUE(waiter.release(r.lock));
 }
 
+// 3''. A sign-up key lasts as long as the latest sign-up left in it, not as long as the latest
+// ever made (simulator seed 602919): an earlier waiter's sign-up whose release was lost (its
+// node was cut off) ends on its own; a later waiter that signs up, then is granted or gives up,
+// must not keep the key, with only that stale sign-up in it, for another kSignUpMs.
+TEST(Liveness, ASignUpKeyLastsNoLongerThanTheSignUpsLeftInIt) {
+  constexpr long long kStaleLeftMs = 1500;  // what is left of the lost waiter's sign-up
+  const std::string kStale = "redlock:turn:00000000000000dd#1@200";
+  const std::string kTicket = "redlock:turn:00000000000000ee#1@200";
+  const std::string kToken = "0123456789abcdef0123456789abcdef.";
+  RedisServer server;
+  const std::string others = aux("a", detail::kOthers);
+
+  // Signs the waiter up behind the lost one's sign-up, which ends kStaleLeftMs from now.
+  auto sign_up_behind_stale = [&] {
+    server.command({"DEL", "redlock:a", "redlock:b", others, aux("b", detail::kOthers)});
+    server.command({"ZADD", others, std::to_string(node_now_ms(server) + kStaleLeftMs), kStale});
+    server.command({"PEXPIRE", others, std::to_string(kStaleLeftMs)});
+    server.command({"SET", "redlock:a", "fedcba9876543210fedcba9876543210.", "PX", "30000"});
+    server.command({"EVAL", detail::lua::acquire_body, "2", "redlock:a", "redlock:b", kToken,
+                    "30000", "0", kTicket, "1", "600000", "200"});
+    return std::stoll(server.command({"ZCARD", others})) == 2 &&
+           std::stoll(server.command({"PTTL", others})) > kStaleLeftMs;
+  };
+
+  // The waiter gives up (release.lua, its sign-ups taken out).
+  ASSERT_TRUE(sign_up_behind_stale()) << "give-up: the waiter did not sign up: no test";
+  server.command({"EVAL", detail::lua::release_body, "2", "redlock:a", "redlock:b", "-", "0",
+                  kTicket, "", "0"});
+  EXPECT_EQ(server.command({"ZSCORE", others, kTicket}), "(nil)") << "give-up: still signed up";
+  auto pttl = std::stoll(server.command({"PTTL", others}));
+  EXPECT_GT(pttl, 0) << "give-up: the lost waiter's sign-up went before its end";
+  EXPECT_LE(pttl, kStaleLeftMs) << "give-up: the sign-ups outlive the ones left in them";
+
+  // The waiter is granted (acquire.lua, its sign-ups taken out with the grant).
+  ASSERT_TRUE(sign_up_behind_stale()) << "grant: the waiter did not sign up: no test";
+  server.command({"DEL", "redlock:a"});
+  auto granted = server.command({"EVAL", detail::lua::acquire_body, "2", "redlock:a", "redlock:b",
+                                 kToken, "30000", "0", kTicket, "1", "600000", "200"});
+  ASSERT_EQ(server.command({"GET", "redlock:a"}).substr(0, 32), kToken.substr(0, 32))
+      << "grant: not granted (" << granted << "): no test";
+  EXPECT_EQ(server.command({"ZSCORE", others, kTicket}), "(nil)") << "grant: still signed up";
+  pttl = std::stoll(server.command({"PTTL", others}));
+  EXPECT_GT(pttl, 0) << "grant: the lost waiter's sign-up went before its end";
+  EXPECT_LE(pttl, kStaleLeftMs) << "grant: the sign-ups outlive the ones left in them";
+}
+
 // 5. A majority of nodes answers slowly (300 ms each way): the grant arrives with less validity
 // left than the client asks for (min_validity_ratio), and counts as a failed attempt, cleaned up
 // on every node. The same client is granted at once when nothing is slow, and a fenced grant
