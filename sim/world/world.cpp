@@ -236,7 +236,7 @@ struct UserOp {
   int claim = -1;
   std::uint64_t lease = 0;
   std::uint64_t step = 0;       // invalidates scheduled steps of an earlier stage
-  std::vector<HeldPart> parts;  // multi_hold: several locks at once (the fields above unused)
+  std::vector<HeldPart> parts;  // multi_hold: several locks (then job, lock, claim, lease unused)
 };
 
 struct ClientState {
