@@ -55,7 +55,17 @@ const std::vector<std::string> kFaultKinds = {
     "long_turn",   // a client whose turn length (its request timeout) is long
     "collide",     // resource names that are other resources' auxiliary keys (r, r:turns, ...)
     "odd_reply",   // a node answers acquires with replies of other shapes, without running them
+    "multi_hold",  // a client holds several locks renewed in one batch; one's keys change type
 };
+// multi_hold is drawn, and draws all it needs, from a generator of its own: with it off, a seed
+// runs bit for bit as it did before the kind existed. Where it is on, the run differs (its
+// messages take draws of the world's generator), so the constant is one (the first counted up
+// from "multihol") with it off at every seed a recorded mutant killer begins with
+// (tools/mutants_killers.tsv, some killed by that one seed alone) and at seeds 7 and 380463.
+const std::string kMultiHold = "multi_hold";
+constexpr std::uint64_t kMultiHoldSeed = 0x6d756c74696c6335ull;
+// The resources a multi_hold operation locks, each with its own acquire, token and lease.
+const std::vector<std::string> kHoldResources = {"m0", "m1", "m2"};
 
 // ---------------------------------------------------------------------------------------------
 // Randomness: one generator per run.
@@ -183,7 +193,7 @@ struct Claim {
   std::string token;
 };
 
-enum class OpKind { try_acquire, wait, fenced, hold, multi, cancel };
+enum class OpKind { try_acquire, wait, fenced, hold, multi, cancel, multi_hold };
 const char* op_name(OpKind k) {
   switch (k) {
     case OpKind::try_acquire:
@@ -198,9 +208,21 @@ const char* op_name(OpKind k) {
       return "multi";
     case OpKind::cancel:
       return "cancel";
+    case OpKind::multi_hold:
+      return "multi_hold";
   }
   return "?";
 }
+
+// One lock of a multi_hold operation: its own acquire, claim and watchdog lease.
+struct HeldPart {
+  std::string resource;
+  std::uint64_t job = 0;
+  bool waiting = true, granted = false, ended = false;
+  Lock lock;
+  int claim = -1;
+  std::uint64_t lease = 0;
+};
 
 struct UserOp {
   OpKind kind = OpKind::try_acquire;
@@ -213,7 +235,8 @@ struct UserOp {
   Lock lock;
   int claim = -1;
   std::uint64_t lease = 0;
-  std::uint64_t step = 0;  // invalidates scheduled steps of an earlier stage
+  std::uint64_t step = 0;       // invalidates scheduled steps of an earlier stage
+  std::vector<HeldPart> parts;  // multi_hold: several locks (then job, lock, claim, lease unused)
 };
 
 struct ClientState {
@@ -268,7 +291,8 @@ struct Later {
 
 class World {
  public:
-  explicit World(const RunOptions& o) : opt_(o), rng_(o.seed ^ 0x9e3779b97f4a7c15ull) {}
+  explicit World(const RunOptions& o)
+      : opt_(o), rng_(o.seed ^ 0x9e3779b97f4a7c15ull), hold_rng_(o.seed ^ kMultiHoldSeed) {}
 
   RunResult run();
 
@@ -325,9 +349,19 @@ class World {
   void storage_write(int c);
   void kill(int c, const std::string& why);
   void close_claim(UserOp& op, Us cap);
-  void expect_lost(int c);
+  void expect_lost(int c, std::uint64_t lease);
+  void check_lost(int c, std::uint64_t lease, const Lock& lock, LostReason reason);
+  void watched(int c, std::uint64_t lease);
   void check_backed(int c, const Lock& lock, const char* what);
   void schedule_release(int c, Us within);
+  // multi_hold
+  void start_multi_hold(int c);
+  void part_delivered(int c, HeldPart& part, const AcquireResult& r);
+  void part_end(int c, HeldPart& part, bool release);
+  void hold_all_in(int c);
+  void overwrite_with_hash(int c, std::uint64_t step, std::size_t part,
+                           std::vector<std::size_t> nodes, int tries);
+  void close_claim(int claim, Us cap);
 
   // --- network ---
   void send(int c, const proto::Send& s);
@@ -379,11 +413,15 @@ class World {
 
   // --- checks ---
   void liveness_probe();
-  void faulty(Us until) { faulty_until_ = std::max(faulty_until_, until); }
+  void faulty(Us until) {
+    faulty_until_ = std::max(faulty_until_, until);
+    ++disturbances_;
+  }
   void final_checks();
 
   RunOptions opt_;
   Rng rng_;
+  Rng hold_rng_;  // multi_hold's own draws (kMultiHoldSeed)
   std::priority_queue<Event, std::vector<Event>, Later> queue_;
   Us now_ = 0;
   std::uint64_t seq_ = 0;
@@ -406,6 +444,9 @@ class World {
   Us bound_free_ = 0;  // liveness bound (checker 4)
   bool control_done_ = false;
   Us faulty_until_ = 0;  // liveness is judged only where no fault is on (checker 4)
+  // Faults begun and clocks jumped so far: checker 9 judges a lease only if none came meanwhile.
+  std::uint64_t disturbances_ = 0;
+  std::vector<std::string> hold_resources_;  // with multi_hold: kHoldResources
   std::set<std::string> long_keys_reported_;
   std::string prefix_ = Config().key_prefix;
 
@@ -426,7 +467,30 @@ class World {
   // Per resource free on every node: the waiters in line seen meanwhile, (client, op) -> start.
   std::map<std::string, std::map<std::pair<int, std::uint64_t>, Us>> waited_while_free_;
   std::set<std::string> liveness_reported_;
+  // Checker 9: per (client, lease) watched in calm, the true time it was watched and the
+  // disturbances until then.
+  std::map<std::pair<int, std::uint64_t>, std::pair<Us, std::uint64_t>> calm_watches_;
 };
+
+HeldPart* part_of_job(ClientState& cl, std::uint64_t job) {
+  if (!cl.has_op || job == 0) return nullptr;
+  for (auto& p : cl.op.parts)
+    if (p.job == job) return &p;
+  return nullptr;
+}
+HeldPart* part_of_lease(ClientState& cl, std::uint64_t lease) {
+  if (!cl.has_op || lease == 0) return nullptr;
+  for (auto& p : cl.op.parts)
+    if (p.lease == lease) return &p;
+  return nullptr;
+}
+// The lock a client watches under `lease`, if it still does.
+const Lock* watched_lock(ClientState& cl, std::uint64_t lease) {
+  if (!cl.has_op || lease == 0) return nullptr;
+  if (cl.op.lease == lease) return &cl.op.lock;
+  auto* p = part_of_lease(cl, lease);
+  return p != nullptr ? &p->lock : nullptr;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Scenario
@@ -435,9 +499,14 @@ void World::draw_scenario() {
   // Swarm: which fault kinds are on at all, among those allowed.
   std::vector<std::string> allowed = opt_.faults.empty() ? kFaultKinds : opt_.faults;
   for (const auto& k : allowed)
-    if (opt_.control == Control::none && rng_.chance(0.5)) enabled_.insert(k);
+    if (k != kMultiHold && opt_.control == Control::none && rng_.chance(0.5)) enabled_.insert(k);
+  if (opt_.control == Control::none &&
+      std::find(allowed.begin(), allowed.end(), kMultiHold) != allowed.end() &&
+      hold_rng_.chance(0.5))
+    enabled_.insert(kMultiHold);
   // A shrunk replay names its kinds exactly (the draws above are made all the same).
   if (opt_.only) enabled_ = std::set<std::string>(opt_.faults.begin(), opt_.faults.end());
+  if (on(kMultiHold)) hold_resources_ = kHoldResources;
 
   static const std::vector<int> node_counts = {1, 3, 3, 3, 5, 5, 5};
   std::size_t n = static_cast<std::size_t>(rng_.pick(node_counts));
@@ -602,14 +671,16 @@ void World::apply(int c, Actions& out) {
         for (std::size_t n = 0; n < nodes_.size(); ++n)
           if (cl.subs[n].id != 0) sub_send(c, n, "UNSUBSCRIBE", ub->channel);
     } else if (auto* d = std::get_if<proto::DeliverAcquire>(&a)) {
-      if (!cl.has_op || cl.op.job != d->job) continue;
+      HeldPart* part = part_of_job(cl, d->job);
+      if (!cl.has_op || (cl.op.job != d->job && part == nullptr)) continue;
       trace("c" + std::to_string(c) + " acquire " +
+            (part != nullptr ? part->resource + " " : std::string()) +
             (d->result
                  ? "GRANTED, believes until " + fmt_t(us(d->result.lock.valid_until)) + " (local)"
                  : "refused: " + d->result.error.message()) +
             (d->result.lock.fencing_token ? " fence=" + std::to_string(d->result.lock.fencing_token)
                                           : std::string()));
-      cl.op.waiting = false;
+      if (part == nullptr) cl.op.waiting = false;
       if (d->result) {
         // Checker 7, a grant: kept only with the least validity left (Config::min_validity_ratio).
         auto left = us(d->result.lock.valid_until) - local(cl);
@@ -619,7 +690,9 @@ void World::apply(int c, Actions& out) {
                     " us of validity left, below the least " + std::to_string(least) + " us");
         check_backed(c, d->result.lock, "grant");
       }
-      if (d->result)
+      if (part != nullptr)
+        part_delivered(c, *part, d->result);
+      else if (d->result)
         op_granted(c, d->result);
       else
         op_end(c, false);
@@ -645,18 +718,37 @@ void World::apply(int c, Actions& out) {
         trace("c" + std::to_string(c) + " renewed, believes until " + fmt_t(us(r->valid_until)) +
               " (local)");
         check_backed(c, cl.op.lock, "renewal");
-        expect_lost(c);
+        expect_lost(c, cl.op.lease);
+      } else if (HeldPart* p = part_of_lease(cl, r->lease); p != nullptr && p->claim >= 0) {
+        p->lock.valid_until = r->valid_until;
+        claims_[p->claim].deadline_local = us(r->valid_until);
+        trace("c" + std::to_string(c) + " renewed " + p->resource + ", believes until " +
+              fmt_t(us(r->valid_until)) + " (local)");
+        check_backed(c, p->lock, "renewal");
+        expect_lost(c, p->lease);
       }
     } else if (auto* l = std::get_if<proto::Lost>(&a)) {
-      if (!cl.has_op || cl.op.lease != l->lease) continue;
+      HeldPart* part = part_of_lease(cl, l->lease);
+      if (!cl.has_op || (cl.op.lease != l->lease && part == nullptr)) continue;
+      const Lock& lost = part != nullptr ? part->lock : cl.op.lock;
       // Checker 3: the lost-lock signal comes no later than the believed deadline (unless the
       // client was stalled across it: then it comes as soon as it runs again).
       // Judged in true time: a clock that jumps forward past the deadline reads past it at once.
-      Us deadline = us(cl.op.lock.valid_until);
+      Us deadline = us(lost.valid_until);
       Us dl_true = cl.clock.first_reading(deadline);
       if (now_ > dl_true && !(cl.last_pause_end >= dl_true))
         violation("checker 3: c" + std::to_string(c) + " heard of its lost lock at local " +
                   fmt_t(local(cl)) + ", after its believed deadline " + fmt_t(deadline));
+      check_lost(c, l->lease, lost, l->reason);
+      if (part != nullptr) {
+        trace("c" + std::to_string(c) + " LOST its lock on " + part->resource);
+        part->lease = 0;
+        part_end(c, *part, true);
+        bool all = true;
+        for (const auto& p : cl.op.parts) all = all && !p.waiting && (p.ended || !p.granted);
+        if (all) op_end(c, false);
+        continue;
+      }
       trace("c" + std::to_string(c) + " LOST its lock");
       cl.op.lease = 0;
       op_end(c, true);
@@ -685,6 +777,7 @@ void World::schedule_next_op(int c) {
 
 void World::start_op(int c) {
   auto& cl = clients_[c];
+  if (on(kMultiHold) && hold_rng_.chance(0.3)) return start_multi_hold(c);
   std::vector<OpKind> kinds = {OpKind::try_acquire, OpKind::wait, OpKind::wait,
                                OpKind::fenced,      OpKind::hold, OpKind::cancel};
   if (resources_.size() > 1) kinds.push_back(OpKind::multi);
@@ -770,8 +863,9 @@ void World::op_granted(int c, const AcquireResult& r) {
   if (op.kind == OpKind::hold) {
     Actions out;
     op.lease = cl.brain->watch(op.lock, cnow(cl), out);
+    watched(c, op.lease);
     apply(c, out);
-    expect_lost(c);
+    expect_lost(c, op.lease);
     user_step(
         c, step, [this, c] { op_end(c, true); }, rng_.range(ttl, 3 * ttl));
     return;
@@ -818,6 +912,207 @@ void World::schedule_release(int c, Us within) {
       c, op.step, [this, c] { op_end(c, true); }, rng_.range(within / 2, std::max(within, Us(0))));
 }
 
+// ---------------------------------------------------------------------------------------------
+// multi_hold: several locks of one client, renewed in one batch
+
+void World::start_multi_hold(int c) {
+  // Two or three locks at once, each its own acquire (no wait) and its own lease, watched as
+  // soon as it is granted: granted together, their renewals fall due together and go out as one
+  // renew.lua call per node, as lib/client's holds of many locks do. Every draw is hold_rng_'s.
+  auto& cl = clients_[c];
+  UserOp op;
+  op.kind = OpKind::multi_hold;
+  op.step = cl.op.step + 1;
+  op.resources = kHoldResources;
+  for (std::size_t i = op.resources.size(); i > 1; --i)
+    std::swap(op.resources[i - 1],
+              op.resources[static_cast<std::size_t>(hold_rng_.range(0, static_cast<Us>(i) - 1))]);
+  if (hold_rng_.chance(0.5)) op.resources.resize(2);
+  for (const auto& r : op.resources) {
+    HeldPart part;
+    part.resource = r;
+    op.parts.push_back(part);
+  }
+  cl.op = op;
+  cl.has_op = true;
+  cl.op.waiting = true;
+  cl.op.wait_start = now_;
+  cl.op.wait_deadline_true = now_;
+  std::string what;
+  for (const auto& r : op.resources) what += " " + r;
+  trace("c" + std::to_string(c) + " begins multi_hold" + what);
+  auto step = cl.op.step;
+  for (std::size_t i = 0; i < cl.op.parts.size(); ++i) {
+    if (!cl.has_op || cl.op.step != step) return;
+    AcquireSpec spec;
+    spec.resources = {cl.op.parts[i].resource};
+    spec.ttl = cl.config.ttl;
+    Actions out;
+    cl.op.parts[i].job = cl.brain->acquire(spec, cnow(cl), kEpochMs * 1000 + local(cl), out);
+    apply(c, out);
+  }
+}
+
+void World::part_delivered(int c, HeldPart& part, const AcquireResult& r) {
+  auto& cl = clients_[c];
+  part.waiting = false;
+  if (r) {
+    part.granted = true;
+    part.lock = r.lock;
+    Claim claim;
+    claim.client = c;
+    claim.resources = {part.resource};
+    claim.start = now_;
+    claim.deadline_local = us(r.lock.valid_until);
+    claim.token = r.lock.token;
+    part.claim = static_cast<int>(claims_.size());
+    claims_.push_back(claim);
+    Actions out;
+    part.lease = cl.brain->watch(part.lock, cnow(cl), out);
+    watched(c, part.lease);
+    apply(c, out);
+    expect_lost(c, part.lease);
+  }
+  bool all_in = true;
+  for (const auto& p : cl.op.parts) all_in = all_in && !p.waiting;
+  if (all_in) hold_all_in(c);
+}
+
+void World::hold_all_in(int c) {
+  auto& cl = clients_[c];
+  auto& op = cl.op;
+  op.waiting = false;
+  std::vector<std::size_t> held;
+  for (std::size_t i = 0; i < op.parts.size(); ++i)
+    if (op.parts[i].granted && !op.parts[i].ended) held.push_back(i);
+  if (held.empty()) return op_end(c, false);
+  ++op.step;
+  auto step = op.step;
+  Us ttl = cl.config.ttl.count() * kMs;
+  user_step(
+      c, step, [this, c] { op_end(c, true); }, hold_rng_.range(ttl, 3 * ttl));
+  if (held.size() < 2 || !hold_rng_.chance(0.6)) return;
+  // Another program turns one of the locks' keys into a hash on a quorum of nodes or more, so
+  // that the nodes refuse that lock's renewal (renew.lua answers -1 for it): the lock is lost,
+  // and the others in its batch must be renewed all the same (checker 9).
+  auto part = held[static_cast<std::size_t>(hold_rng_.range(0, static_cast<Us>(held.size()) - 1))];
+  std::vector<std::size_t> nodes(nodes_.size());
+  for (std::size_t n = 0; n < nodes.size(); ++n) nodes[n] = n;
+  for (std::size_t i = nodes.size(); i > 1; --i)
+    std::swap(nodes[i - 1],
+              nodes[static_cast<std::size_t>(hold_rng_.range(0, static_cast<Us>(i) - 1))]);
+  auto q = static_cast<Us>(detail::quorum_size(nodes_.size()));
+  nodes.resize(static_cast<std::size_t>(hold_rng_.range(q, static_cast<Us>(nodes_.size()))));
+  Us after = hold_rng_.range(0, ttl / 2);
+  at(now_ + after, [this, c, step, part, nodes] { overwrite_with_hash(c, step, part, nodes, 0); });
+}
+
+void World::overwrite_with_hash(int c, std::uint64_t step, std::size_t part,
+                                std::vector<std::size_t> nodes, int tries) {
+  auto& cl = clients_[c];
+  if (!cl.alive || !cl.has_op || cl.op.step != step || cl.op.parts[part].ended) return;
+  // Not while a renewal of this client is on its way: one that some nodes ran before the write
+  // and answered yes would win, and the holder would believe in keys that are gone (outside the
+  // protocol's assumptions: nobody else writes its keys). Between renewals it is the holder's
+  // next renewal that meets the hash.
+  bool renewing = false;
+  for (const auto& conn : cl.conns)
+    for (const auto& [tag, pending] : conn.pending)
+      renewing = renewing || pending.request->script == proto::ScriptId::renew;
+  if (renewing) {
+    if (tries < 200)
+      at(now_ + 5 * kMs, [this, c, step, part, nodes = std::move(nodes), tries]() mutable {
+        overwrite_with_hash(c, step, part, std::move(nodes), tries + 1);
+      });
+    return;
+  }
+  const auto& lock = cl.op.parts[part].lock;
+  std::string key = prefix_ + cl.op.parts[part].resource;
+  std::string mine = lock.token.substr(0, lock.token.size() - 1);
+  std::string which;
+  for (auto n : nodes) {
+    auto& nd = nodes_[n];
+    // Only where the key still holds this lock, and where the HSET cannot be refused: a key
+    // merely deleted would let another client take the lock while its holder believes.
+    if (!nd.up || nd.redis->oom()) continue;
+    auto k = nd.redis->key(key, node_ms(n));
+    if (!k || k->type != KeyType::string || k->value.str.size() != lock.token.size() ||
+        k->value.str.compare(0, mine.size(), mine) != 0)
+      continue;
+    // It lasts past the holder's belief (at most a lease from its last renewal), so nobody
+    // takes the lock before the holder has stopped believing.
+    nd.redis->execute({"DEL", key}, node_ms(n), 0);
+    nd.redis->execute({"HSET", key, "owner", "another program"}, node_ms(n), 0);
+    nd.redis->execute({"PEXPIRE", key, std::to_string(2 * cl.config.ttl.count())}, node_ms(n), 0);
+    which += " n" + std::to_string(n);
+  }
+  trace("FAULT another program makes c" + std::to_string(c) + "'s " + escape_bytes(key) +
+        " a hash on" + (which.empty() ? std::string(" no node") : which));
+}
+
+void World::part_end(int c, HeldPart& part, bool release) {
+  if (!part.granted || part.ended) return;
+  part.ended = true;
+  auto& cl = clients_[c];
+  close_claim(part.claim, now_);
+  Actions out;
+  if (part.lease != 0) cl.brain->unwatch(part.lease, cnow(cl), out);
+  calm_watches_.erase({c, part.lease});
+  part.lease = 0;
+  if (release) {
+    trace("c" + std::to_string(c) + " releases " + part.resource);
+    cl.brain->release(part.lock, cnow(cl), out);
+  }
+  apply(c, out);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checker 9
+
+void World::watched(int c, std::uint64_t lease) {
+  // Judged only for a lease watched with no fault on (and none since: check_lost), and with two
+  // thirds of its ttl left: the watchdog renews first a third of a ttl after the watch
+  // (proto::lease_of), so a lock granted late with less than that and the margin left (a grant
+  // keeps a tenth, min_validity_ratio) is lost before its first renewal, keys fine or not.
+  if (now_ < faulty_until_) return;
+  auto& cl = clients_[c];
+  const Lock* lock = watched_lock(cl, lease);
+  if (lock == nullptr || us(lock->valid_until) - local(cl) < lock->ttl.count() * kMs * 2 / 3)
+    return;
+  calm_watches_[{c, lease}] = {now_, disturbances_};
+}
+
+void World::check_lost(int c, std::uint64_t lease, const Lock& lock, LostReason reason) {
+  // Checker 9: a lock is lost only when a quorum no longer holds it or its renewals could not
+  // reach one. Where no fault came since it was watched (no crash, slowness, reset, partition,
+  // OOM, odd reply, clock jump; no stall of its client), every renewal is answered; a lock
+  // reported lost while a quorum of nodes still holds each of its keys with its token was given
+  // up for nothing: a renewal refused or failed because of something else (another lock's bad
+  // key in the same batch: the mutant batch_couples_fates).
+  auto it = calm_watches_.find({c, lease});
+  if (it == calm_watches_.end()) return;
+  auto [since, seen] = it->second;
+  calm_watches_.erase(it);
+  auto& cl = clients_[c];
+  if (disturbances_ != seen || cl.last_pause_end >= since) return;
+  std::string mine = lock.token.substr(0, lock.token.size() - 1);
+  std::size_t held = 0;
+  for (std::size_t n = 0; n < nodes_.size(); ++n) {
+    bool all = nodes_[n].up;
+    for (const auto& r : lock.resources) {
+      auto k = nodes_[n].redis->key(prefix_ + r, node_ms(n));
+      all = all && k && k->type == KeyType::string && k->value.str.size() == lock.token.size() &&
+            k->value.str.compare(0, mine.size(), mine) == 0;
+    }
+    if (all) ++held;
+  }
+  if (held < detail::quorum_size(nodes_.size())) return;
+  violation("checker 9: c" + std::to_string(c) + " lost its lock on " + lock.resources[0] + " (" +
+            (reason == LostReason::not_held ? "not held" : "expired") + ") at local " +
+            fmt_t(local(cl)) + " while " + std::to_string(held) + " of " +
+            std::to_string(nodes_.size()) + " nodes hold it, with no fault since " + fmt_t(since));
+}
+
 void World::check_backed(int c, const Lock& lock, const char* what) {
   // Checker 7: when a client comes to believe it holds until a deadline (a grant, an extend, a
   // renewal), a quorum of nodes holds every key of the lock with its token, each lasting at
@@ -854,18 +1149,20 @@ void World::check_backed(int c, const Lock& lock, const char* what) {
             " nodes hold its keys that long");
 }
 
-void World::expect_lost(int c) {
+void World::expect_lost(int c, std::uint64_t lease) {
   // Checker 3, its other half: a watched lock whose believed deadline passes without a renewal
   // is reported lost by then (the watchdog's timer fires on the client's clock when it reads the
   // deadline less its margin). Looked at 1 ms of true time after the clock reads the deadline.
   auto& cl = clients_[c];
-  auto lease = cl.op.lease;
-  Us deadline = us(cl.op.lock.valid_until);
+  const Lock* lock = watched_lock(cl, lease);
+  if (lock == nullptr) return;
+  Us deadline = us(lock->valid_until);
   at(cl.clock.when(deadline, now_) + kMs, [this, c, lease, deadline] {
     auto& me = clients_[c];
-    if (!me.alive || !me.has_op || me.op.lease != lease || lease == 0) return;
-    if (us(me.op.lock.valid_until) != deadline) return;  // renewed meanwhile: a later look
-    if (local(me) < deadline) return expect_lost(c);     // its clock went back meanwhile
+    const Lock* l = watched_lock(me, lease);
+    if (!me.alive || l == nullptr) return;
+    if (us(l->valid_until) != deadline) return;              // renewed meanwhile: a later look
+    if (local(me) < deadline) return expect_lost(c, lease);  // its clock went back meanwhile
     // A stalled client hears it when it runs again (the late half judges that).
     if (now_ < me.paused_until || me.last_pause_end >= me.clock.first_reading(deadline)) return;
     violation("checker 3: c" + std::to_string(c) + " still holds a watched lock at local " +
@@ -899,8 +1196,13 @@ void World::storage_write(int c) {
 }
 
 void World::close_claim(UserOp& op, Us cap) {
-  if (op.claim < 0) return;
-  auto& cl = claims_[op.claim];
+  close_claim(op.claim, cap);
+  for (const auto& p : op.parts) close_claim(p.claim, cap);
+}
+
+void World::close_claim(int claim, Us cap) {
+  if (claim < 0) return;
+  auto& cl = claims_[claim];
   if (cl.end >= 0) return;
   cl.end = clients_[cl.client].clock.believe_until(cl.deadline_local, cl.start, cap);
 }
@@ -915,6 +1217,7 @@ void World::op_end(int c, bool release) {
     close_claim(op, now_);
     Actions out;
     if (op.lease != 0) cl.brain->unwatch(op.lease, cnow(cl), out);
+    calm_watches_.erase({c, op.lease});
     op.lease = 0;
     if (release) {
       trace("c" + std::to_string(c) + " releases");
@@ -922,6 +1225,7 @@ void World::op_end(int c, bool release) {
     }
     apply(c, out);
   }
+  for (auto& p : op.parts) part_end(c, p, release);
   cl.has_op = false;
   ++cl.ops_done;
   schedule_next_op(c);
@@ -1431,6 +1735,7 @@ void World::schedule_faults() {
         at(rng_.range(0, span), [this, n, by] {
           trace("FAULT n" + std::to_string(n) + "'s clock jumps +" + std::to_string(by) + " us");
           nodes_[n].clock.jump(now_, by);
+          ++disturbances_;
         });
       }
     for (std::size_t c = 0; c < clients_.size(); ++c)
@@ -1440,6 +1745,7 @@ void World::schedule_faults() {
         at(rng_.range(0, span), [this, ci, by] {
           trace("FAULT c" + std::to_string(ci) + "'s clock jumps " + std::to_string(by) + " us");
           clients_[ci].clock.jump(now_, by);
+          ++disturbances_;
           // Timers armed on the old reading fire by the new one.
           auto& cl = clients_[ci];
           auto timers = cl.timers;
@@ -1517,6 +1823,7 @@ void World::trigger_control() {
   } else {
     trace("CONTROL a quorum's clocks jump forward by a lease");
     for (std::size_t n = 0; n < q; ++n) nodes_[n].clock.jump(now_, max_ttl_.count() * kMs);
+    ++disturbances_;
   }
 }
 
@@ -1534,7 +1841,9 @@ void World::liveness_probe() {
   at(now_ + (busy ? 25 : 250) * kMs, [this] { liveness_probe(); });
   // Checker 5, lock keys: no lock key lives longer than the largest lease any client asks
   // for (a lock prolonged by somebody else's script outlives its purpose).
-  for (const auto& r : resources_) {
+  std::vector<std::string> lock_names = resources_;
+  lock_names.insert(lock_names.end(), hold_resources_.begin(), hold_resources_.end());
+  for (const auto& r : lock_names) {
     if (long_keys_reported_.count(r) != 0) continue;
     for (std::size_t n = 0; n < nodes_.size(); ++n) {
       if (!nodes_[n].up) continue;
