@@ -20,7 +20,7 @@ void Watchdog::add(const std::shared_ptr<Lease>& lease, Clock::time_point now,
   info.ttl = lease->ttl;
   info.renew = lease->renew;
   info.valid_until = lease->valid_until();
-  info.next_renewal = now + lease->ttl / 3;
+  info.next_renewal = proto::first_renewal(now, info.valid_until, lease->ttl);
   machine_.add(lease->id, std::move(info), now, out);
   // After shutdown the machine writes it off at once (a Lost without notice).
   if (machine_.watched(lease->id))

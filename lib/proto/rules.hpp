@@ -113,6 +113,15 @@ inline Milliseconds line_keep(std::optional<Clock::time_point> deadline, Clock::
 // quorum can still hold it, so the lock is lost at once, whatever its deadline.
 inline bool renewal_refused(const Tally& t) noexcept { return t.no > t.nodes - t.quorum(); }
 
+// When a lock just granted (or watched) is first renewed: after a third of its ttl, as every
+// renewal after it, but never later than halfway through the validity it has left. A grant may
+// come back with little of its ttl left (down to Config::min_validity_ratio): renewed only after
+// a third of the ttl, it would be declared lost with its keys intact on every node.
+inline Clock::time_point first_renewal(Clock::time_point now, Clock::time_point valid_until,
+                                       Milliseconds ttl) {
+  return std::min(now + ttl / 3, now + (valid_until - now) / 2);
+}
+
 // After a renewal that found no quorum (nodes down or slow): try again after a quarter of the
 // validity left, at least 5 ms, at most a tenth of the ttl (or 5 ms).
 inline Milliseconds renewal_retry(Clock::duration left, Milliseconds ttl) {

@@ -16,7 +16,7 @@ LeaseInfo lease_of(const Lock& lock, std::vector<std::string> keys, bool renew,
   info.ttl = lock.ttl;
   info.renew = renew;
   info.valid_until = lock.valid_until;
-  info.next_renewal = now + lock.ttl / 3;
+  info.next_renewal = first_renewal(now, lock.valid_until, lock.ttl);
   return info;
 }
 

@@ -28,7 +28,7 @@ struct LeaseInfo {
   Milliseconds ttl{0};
   bool renew = false;                // renewed (hold) or only watched for its deadline
   Clock::time_point valid_until{};   // the deadline the holder believes
-  Clock::time_point next_renewal{};  // when to renew next (a granted lock: now + ttl / 3)
+  Clock::time_point next_renewal{};  // when to renew next (a granted lock: first_renewal)
 };
 
 // The lease of a lock granted at `now` (Coordinator::hold).

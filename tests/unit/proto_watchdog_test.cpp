@@ -44,6 +44,34 @@ TEST(ProtoWatchdog, RenewsAtAThirdOfTheTtlAndExtendsFromTheSendTime) {
   EXPECT_EQ(only<ArmTimer>(out).at, at(6000ms));
 }
 
+// A grant that came back late (little of its ttl left, as Config::min_validity_ratio allows) is
+// renewed halfway through what it has left, not after a third of its ttl: by then it would have
+// been declared lost with its keys intact.
+TEST(ProtoWatchdog, ALockGrantedWithLittleValidityLeftIsRenewedBeforeItsDeadline) {
+  Harness h(3);
+  WatchdogMachine w(h.context());
+  Lock lock;
+  lock.resources = {"res"};
+  lock.token = token(1);
+  lock.ttl = 9000ms;
+  lock.valid_until = at(2000ms);  // granted at 0 with 2 s of its 9 s left
+  auto info = lease_of(lock, {"redlock:res"}, true, at(0ms));
+  EXPECT_EQ(info.next_renewal, at(1000ms));
+  Actions out;
+  w.add(1, info, at(0ms), out);
+  auto timer = only<ArmTimer>(out);
+  EXPECT_LE(timer.at, at(1000ms));
+  out.clear();
+  w.on_timer(timer.id, timer.at, out);
+  auto send = only<Send>(out);
+  EXPECT_EQ(send.request->script, ScriptId::renew);
+  out.clear();
+  w.on_reply(send.id, 0, yes(), timer.at + 5ms, out);
+  w.on_reply(send.id, 1, yes(), timer.at + 5ms, out);
+  EXPECT_GT(only<Renewed>(out).valid_until, at(2000ms)) << "renewed, never lost";
+  EXPECT_EQ(first_renewal(at(0ms), at(9000ms), 9000ms), at(3000ms)) << "a full lease: a third";
+}
+
 TEST(ProtoWatchdog, RenewalsFallingDueTogetherGoOutAsOneCall) {
   Harness h(3);
   WatchdogMachine w(h.context());
