@@ -74,6 +74,23 @@ void Coordinator::start() {
 // ---------------------------------------------------------------------------------------------
 // Carrying out the machines' actions
 
+namespace {
+
+// An extend's or a release's result goes to its caller once, after the observer heard of it; a
+// result for an operation already answered (or never started here) is dropped.
+template <typename Ops, typename Result>
+void deliver_once(const Config& config, Ops& ops, std::uint64_t id, Operation kind,
+                  const char* what, Result& result) {
+  auto it = ops.find(id);
+  if (it == ops.end()) return;
+  auto op = std::move(it->second);
+  ops.erase(it);
+  notify_operation(config, kind, result.error, result.votes, op->resources, op->started);
+  deliver_guarded(what, [&] { op->done(std::move(result)); });
+}
+
+}  // namespace
+
 void Coordinator::run(proto::Actions& actions, Route caller) {
   // A reply refused at once comes back inside run() (InFlight::start): jobs are reaped only by
   // the outermost run, once every action of theirs (their result above all) has been carried out.
@@ -107,21 +124,9 @@ void Coordinator::run(proto::Actions& actions, Route caller) {
         it->second->deliver(std::move(done->result));
       reap_.push_back(done->job);
     } else if (auto* ext = std::get_if<proto::DeliverExtend>(&action)) {
-      auto it = extends_.find(ext->op);
-      if (it == extends_.end()) continue;
-      auto op = std::move(it->second);
-      extends_.erase(it);
-      notify_operation(config_, Operation::extend, ext->result.error, ext->result.votes,
-                       op->resources, op->started);
-      deliver_guarded("extend", [&] { op->done(std::move(ext->result)); });
+      deliver_once(config_, extends_, ext->op, Operation::extend, "extend", ext->result);
     } else if (auto* rel = std::get_if<proto::DeliverRelease>(&action)) {
-      auto it = releases_.find(rel->op);
-      if (it == releases_.end()) continue;
-      auto op = std::move(it->second);
-      releases_.erase(it);
-      notify_operation(config_, Operation::release, rel->result.error, rel->result.votes,
-                       op->resources, op->started);
-      deliver_guarded("release", [&] { op->done(std::move(rel->result)); });
+      deliver_once(config_, releases_, rel->op, Operation::release, "release", rel->result);
     } else if (auto* renewed = std::get_if<proto::Renewed>(&action)) {
       watchdog_->renewed(*renewed);
     } else if (auto* news = std::get_if<proto::RenewDecided>(&action)) {
