@@ -1483,13 +1483,6 @@ void World::node_receive(int c, std::size_t n, std::uint64_t conn_id, std::uint6
     auto keys = static_cast<std::size_t>(std::stoul(argv[2]));
     if (argv.size() > 3 + keys) token = argv[3 + keys];
   }
-  if (acquire && !token.empty() && cleaned_up_.count({conn_id, token}) != 0)
-    // Checker 5, the order on one connection: an acquire that runs after its own attempt's
-    // clean-up ran there leaves keys that nobody will release (as after NOSCRIPT, re-sent as EVAL
-    // behind that clean-up).
-    violation("checker 5: an acquire of c" + std::to_string(c) + " ran on n" + std::to_string(n) +
-              " after its own clean-up (token " + escape_bytes(token) +
-              ") ran there on the same connection");
   if (acquire && now_ < nd.odd_until) {
     // Something else answers for the acquire script (another program at the port, another
     // version of the scripts): a reply of another shape than the script's, decoded by the
@@ -1498,6 +1491,13 @@ void World::node_receive(int c, std::size_t n, std::uint64_t conn_id, std::uint6
     trace("n" + std::to_string(n) + " answers c" + std::to_string(c) +
           " oddly: " + reply.to_string());
   } else {
+    if (acquire && !token.empty() && cleaned_up_.count({conn_id, token}) != 0)
+      // Checker 5, the order on one connection: an acquire that runs after its own attempt's
+      // clean-up ran there leaves keys that nobody will release (as after NOSCRIPT, re-sent as EVAL
+      // behind that clean-up).
+      violation("checker 5: an acquire of c" + std::to_string(c) + " ran on n" + std::to_string(n) +
+                " after its own clean-up (token " + escape_bytes(token) +
+                ") ran there on the same connection");
     try {
       reply = nd.redis->execute(argv, node_ms(n), conn_id);
     } catch (const std::exception& e) {
