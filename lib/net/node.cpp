@@ -264,6 +264,8 @@ void Node::begin_session(Conn& conn) {
   std::swap(held, held_);
   uv_update_time(loop_);
   const auto now = uv_now(loop_);
+  // Each goes out, or fails never sent: late (issued, it would close the new connection as timed
+  // out at once) or refused by the restart guard (lib/core/session.hpp, at_start).
   std::vector<Pending> refused, late, restarting;
   for (auto& p : held) {
     switch (at_start(node_eligible, now, p.deadline_ms)) {
