@@ -11,6 +11,7 @@
 #include "../core/observe.hpp"
 #include "../core/quorum.hpp"
 #include "../core/safeguards.hpp"
+#include "../core/session.hpp"
 #include "protocol.hpp"
 #include "redlock/errors.hpp"
 #include "tls.hpp"
@@ -250,27 +251,46 @@ void Node::begin_session(Conn& conn) {
   // The commands that waited go out in the order they were sent, behind the scripts they need,
   // each still bounded by its own deadline.
   told_restarting_ = false;  // a new session: told below
-  if (ineligible()) {
-    // Restarted too recently: what waited for this session fails, never sent.
+  const bool node_eligible = !ineligible();
+  if (!node_eligible) {
+    // Restarted too recently: what waited for this session fails, never sent (at_start).
     told_restarting_ = config_.observer != nullptr;
     notify_node(config_, index_, label_, subscriber_ != nullptr, NodeState::restarting, last_error_,
                 last_error_detail_);
-    fail_held(last_error_, last_error_detail_);
-    return;
+  } else {
+    notify_node(config_, index_, label_, subscriber_ != nullptr, NodeState::connected);
   }
-  notify_node(config_, index_, label_, subscriber_ != nullptr, NodeState::connected);
   Fifo<Pending> held;
   std::swap(held, held_);
-  // One whose deadline passed while it waited fails alone, never sent: issued, it would close
-  // the new connection as timed out at once.
   uv_update_time(loop_);
   const auto now = uv_now(loop_);
-  std::vector<Pending> refused, late;
+  // Each goes out, or fails never sent: late (issued, it would close the new connection as timed
+  // out at once) or refused by the restart guard (lib/core/session.hpp, at_start).
+  std::vector<Pending> refused, late, restarting;
   for (auto& p : held) {
-    if (p.deadline_ms <= now)
-      late.push_back(p);
-    else if (!issue(conn, p))
-      refused.push_back(p);
+    switch (at_start(node_eligible, now, p.deadline_ms)) {
+      case HeldFate::send:
+        if (!issue(conn, p)) refused.push_back(p);
+        break;
+      case HeldFate::late:
+        late.push_back(p);
+        break;
+      case HeldFate::restarting:
+        restarting.push_back(p);
+        break;
+    }
+  }
+  if (!restarting.empty()) {
+    const auto error = last_error_;
+    const std::string text = last_error_detail_;  // may change under the callbacks
+    for (auto& p : restarting) {
+      keep_orphan(*p.command);
+      NodeReply out;
+      out.error = error;
+      out.detail = text;
+      out.latency = since(p.sent_ns);
+      p.sink->on_node_reply(index_, out);
+    }
   }
   for (auto& p : refused) {
     NodeReply out;
@@ -312,25 +332,33 @@ std::error_code Node::send(const Command& command, ReplySink* sink, const SendTi
   const SendTime t = at != nullptr ? *at : SendTime::now(loop_);
   const auto deadline = t.loop_ms + static_cast<std::uint64_t>(config_.request_timeout.count());
   Pending p{&command, sink, deadline, t.hr_ns, Kind::user, false, false};
-  // Until the connection is open and AUTH and SELECT have succeeded, a caller's command waits
-  // here, not on the wire: pipelined behind a failing AUTH or SELECT it would run as the
-  // default user or in database 0.
-  if (current_ == nullptr || !current_->in_session) {
-    // Down, between back-off and the next attempt: fail at once, with the cause.
-    if (state_ != State::connecting) {
+  // Until the connection is open and AUTH, SELECT and INFO have succeeded, a caller's command
+  // waits here, not on the wire (the gate, lib/core/session.hpp).
+  switch (gate(phase())) {
+    case Gate::fail:
+      // Down, between back-off and the next attempt: fail at once, with the cause.
       keep_orphan(command);
       return last_error_ ? last_error_ : make_error_code(Errc::not_connected);
-    }
-    held_.push_back(p);  // goes out when the session begins, or fails at its deadline
-    arm_request_timer(p.deadline_ms);
-    return {};
+    case Gate::hold:
+      held_.push_back(p);  // goes out when the session begins, or fails at its deadline
+      arm_request_timer(p.deadline_ms);
+      return {};
+    case Gate::wire:
+      break;
   }
   // The restart guard keeps a node from granting; what only deletes or extends the caller's own
-  // keys (release, renewal, fencing write-back) still goes through.
-  if ((command.script == nullptr || !command.script->order_free) && ineligible())
-    return last_error_;
+  // keys (release, renewal, fencing write-back) still goes through. Only what may grant asks
+  // ineligible(): its first "eligible" tells the observer that the node votes.
+  const bool order_free = command.script != nullptr && command.script->order_free;
+  if (guard_refuses(order_free, order_free || !ineligible())) return last_error_;
   if (!issue(*current_, p)) return make_error_code(Errc::connection_lost);
   return {};
+}
+
+SessionPhase Node::phase() const noexcept {
+  if (current_ != nullptr && current_->in_session) return SessionPhase::session;
+  if (state_ != State::connecting) return SessionPhase::down;
+  return current_ != nullptr ? SessionPhase::handshake : SessionPhase::connecting;
 }
 
 bool Node::issue(Conn& conn, const Pending& p) {
@@ -485,7 +513,7 @@ bool Node::handle_reply(Conn& conn, const redisReply* reply, std::uint64_t recei
       // when the script's order does not matter, sending the body now keeps the order in which
       // commands run. Otherwise (an acquire with its own clean-up already behind it) the
       // command fails, and the script is loaded again for the next attempt.
-      if (script->order_free || conn.pending.empty()) {
+      if (after_noscript(script->order_free, !conn.pending.empty()) == NoscriptStep::resend_eval) {
         Pending again = p;
         again.as_eval = true;
         again.timed_out = false;
@@ -600,7 +628,7 @@ void Node::unknown_age() {
 
 bool Node::ineligible() {
   auto now = uv_now(loop_);
-  if (now >= eligible_at_) {
+  if (eligible(now, eligible_at_)) {
     if (told_restarting_) {
       // It was told restarting at connect: its first eligible use tells that it votes now.
       told_restarting_ = false;

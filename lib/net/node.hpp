@@ -25,6 +25,7 @@
 #include <system_error>
 #include <vector>
 
+#include "../core/session.hpp"
 #include "fifo.hpp"
 #include "redlock/config.hpp"
 
@@ -165,6 +166,8 @@ class Node {
   void on_conn_error(Conn& conn, std::error_code error, std::string_view detail);
   void on_conn_closed(Conn& conn);
 
+  // Where the current connection stands, for the gate (lib/core/session.hpp).
+  SessionPhase phase() const noexcept;
   void connect();
   // Connects to a numeric address; names are resolved first, off the loop (uv_getaddrinfo).
   void connect_to(const std::string& ip);

@@ -19,6 +19,7 @@
 #include "../../lib/core/quorum.hpp"
 #include "../../lib/core/replies.hpp"
 #include "../../lib/core/safeguards.hpp"
+#include "../../lib/core/session.hpp"
 #include "brain.hpp"
 #include "hiredis_reply.hpp"
 #include "node.hpp"
@@ -163,16 +164,24 @@ struct Pending {
   std::shared_ptr<const proto::Request> request;
   bool as_eval = false;
   bool reply_wanted = true;
+  Us deadline = 0;  // local time: its request timeout
 };
+
+// The tag of a connection's handshake (INFO): requests' tags count from 1.
+constexpr std::uint64_t kHandshakeTag = 0;
 
 struct Conn {            // a client's command connection to one node
   std::uint64_t id = 0;  // the node's connection id; 0: closed
   std::uint64_t epoch = 0;
   std::uint64_t incarnation = 0;
-  bool loaded = false;                       // the scripts were loaded on it
-  Us to_node = 0, to_client = 0;             // FIFO: the last arrival each way
-  Us eligible_at = 0;                        // local time: the restart guard lets acquires through
-  std::map<std::uint64_t, Pending> pending;  // by tag
+  bool loaded = false;            // the scripts were loaded on it
+  bool in_session = false;        // its INFO was answered and judged (lib/core/session.hpp)
+  Us to_node = 0, to_client = 0;  // FIFO: the last arrival each way
+  // Local time from which the restart guard lets acquires through. The node's, as in
+  // lib/net/node.cpp: a new connection keeps the last session's until its own INFO is judged.
+  Us eligible_at = 0;
+  std::map<std::uint64_t, Pending> pending;  // by tag, held ones too
+  std::vector<std::uint64_t> held;           // tags waiting for the session, in sending order
 };
 
 struct SubConn {  // a client's subscriber connection to one node
@@ -373,6 +382,9 @@ class World {
   void client_receive(int c, std::size_t n, std::uint64_t epoch, std::uint64_t tag, Value reply);
   void fail(int c, std::size_t n, std::uint64_t tag, Errc why, const std::string& detail);
   void fail_conn(int c, std::size_t n, Errc why);
+  // A new connection's handshake: INFO to the node, its reply judged on the way back.
+  void handshake(int c, std::size_t n);
+  void begin_session(int c, std::size_t n, Value info);
   bool cut(int c, std::size_t n) const {
     const auto& nd = nodes_[n];
     return now_ < nd.isolated_until || cuts_.count({c, n}) != 0;
@@ -453,6 +465,8 @@ class World {
   std::uint64_t next_conn_id_ = 1;
   std::uint64_t next_tag_ = 1;
   std::map<std::uint64_t, ConnRef> conn_owner_;
+  // Checker 5's order oracle: (connection id, token) of every clean-up (release) that ran.
+  std::set<std::pair<std::uint64_t, std::string>> cleaned_up_;
   std::set<std::pair<int, std::size_t>> cuts_;
 
   // Checkers' records.
@@ -1305,7 +1319,10 @@ void World::send_one(int c, std::size_t n, RequestId id, std::shared_ptr<const p
     for (const auto& a : req->args) line += " " + escape_bytes(a);
     trace(line);
   }
-  conn.pending[tag] = Pending{id, std::move(req), false, reply_wanted};
+  // The request's timeout, on the client's clock; one that waits for the session fails at it
+  // (never sent), as lib/net/node.cpp's check_timeouts.
+  Us deadline_local = local(cl) + cl.config.request_timeout.count() * kMs;
+  conn.pending[tag] = Pending{id, std::move(req), false, reply_wanted, deadline_local};
   auto& p = conn.pending[tag];
   if (conn.id == 0) {
     auto& nd = nodes_[n];
@@ -1318,34 +1335,92 @@ void World::send_one(int c, std::size_t n, RequestId id, std::shared_ptr<const p
     conn.epoch++;
     conn.incarnation = nd.incarnation;
     conn.loaded = false;
+    conn.in_session = false;
+    conn.held.clear();
     conn_owner_[conn.id] = ConnRef{c, n, false};
-    // The handshake, as lib/net/node.cpp's: the node's INFO, read and judged by the library's
-    // safeguards (lib/core/safeguards.hpp); with the restart guard on, a node younger than the
-    // largest lease in use stays ineligible for the rest of it.
-    auto info = nd.redis->execute({"INFO"}, node_ms(n), conn.id);
-    auto check = detail::judge(detail::parse_info(info.str), cl.config, std::string());
-    conn.eligible_at = check.ineligible_for.count() > 0
-                           ? local(cl) + static_cast<Us>(check.ineligible_for.count()) * kMs
-                           : 0;
+    handshake(c, n);
   }
-  // The restart guard refuses what could grant; releases, renewals and write-backs go through.
-  bool may_grant =
-      p.request->script == proto::ScriptId::acquire || p.request->script == proto::ScriptId::none;
-  if (may_grant && local(cl) < conn.eligible_at) {
-    client_at(c, now_ + 1, [this, c, n, tag] {
-      fail(c, n, tag, Errc::node_restarting, "restarted less than the largest lease ago");
-    });
-    return;
-  }
-  // The request's timeout, on the client's clock.
-  Us deadline = cl.clock.when(local(cl) + cl.config.request_timeout.count() * kMs, now_);
+  Us deadline = cl.clock.when(deadline_local, now_);
   auto epoch = conn.epoch;
   client_at(c, deadline, [this, c, n, tag, epoch] {
     auto& cn = clients_[c].conns[n];
     if (cn.epoch != epoch || cn.pending.count(tag) == 0) return;
     fail(c, n, tag, Errc::request_timeout, "request timed out");
   });
+  // The gate (lib/core/session.hpp): until the handshake is judged, the request waits.
+  switch (detail::gate(conn.in_session ? detail::SessionPhase::session
+                                       : detail::SessionPhase::handshake)) {
+    case detail::Gate::hold:
+      conn.held.push_back(tag);
+      return;
+    case detail::Gate::fail:  // never: the simulated node refuses a connection above
+    case detail::Gate::wire:
+      break;
+  }
+  // The restart guard refuses what could grant; releases, renewals and write-backs go through.
+  bool order_free =
+      p.request->script != proto::ScriptId::acquire && p.request->script != proto::ScriptId::none;
+  if (detail::guard_refuses(order_free, detail::eligible(local(cl), conn.eligible_at))) {
+    client_at(c, now_ + 1, [this, c, n, tag] {
+      fail(c, n, tag, Errc::node_restarting, "restarted less than the largest lease ago");
+    });
+    return;
+  }
   transmit(c, n, tag);
+}
+
+void World::handshake(int c, std::size_t n) {
+  auto& conn = clients_[c].conns[n];
+  // The handshake has the connect timeout, as in lib/net/node.cpp: a lost INFO closes the
+  // connection, and what waited for it fails.
+  auto& cl = clients_[c];
+  auto epoch = conn.epoch;
+  Us limit = cl.clock.when(local(cl) + cl.config.connect_timeout.count() * kMs, now_);
+  client_at(c, limit, [this, c, n, epoch] {
+    auto& cn = clients_[c].conns[n];
+    if (cn.epoch == epoch && cn.id != 0 && !cn.in_session) fail_conn(c, n, Errc::connect_timeout);
+  });
+  if (cut(c, n)) return;
+  Us arrive = std::max(now_ + delay(), conn.to_node + 1);
+  conn.to_node = arrive;
+  auto id = conn.id;
+  at(arrive, [this, c, n, id, epoch] {
+    node_receive(c, n, id, epoch, kHandshakeTag, {"INFO"}, false, false);
+  });
+}
+
+void World::begin_session(int c, std::size_t n, Value info) {
+  auto& cl = clients_[c];
+  auto& conn = cl.conns[n];
+  // INFO, read and judged by the library's safeguards (lib/core/safeguards.hpp); with the restart
+  // guard on, a node younger than the largest lease in use stays ineligible for the rest of it.
+  auto check = detail::judge(detail::parse_info(info.str), cl.config, std::string());
+  conn.eligible_at = check.ineligible_for.count() > 0
+                         ? local(cl) + static_cast<Us>(check.ineligible_for.count()) * kMs
+                         : 0;
+  conn.in_session = true;
+  bool eligible = detail::eligible(local(cl), conn.eligible_at);
+  if (!eligible) trace("c" + std::to_string(c) + " n" + std::to_string(n) + " not eligible yet");
+  // As lib/net/node.cpp's begin_session: what waited goes out in order, then the late and the
+  // refused fail (their callbacks may send more, behind them).
+  std::vector<std::uint64_t> held;
+  std::swap(held, conn.held);
+  std::vector<std::pair<std::uint64_t, detail::HeldFate>> failed;
+  for (auto tag : held) {
+    auto it = conn.pending.find(tag);
+    if (it == conn.pending.end()) continue;  // failed at its deadline already
+    auto fate = detail::at_start(eligible, local(cl), it->second.deadline);
+    if (fate == detail::HeldFate::send)
+      transmit(c, n, tag);
+    else
+      failed.emplace_back(tag, fate);
+  }
+  for (auto [tag, fate] : failed) {
+    if (fate == detail::HeldFate::late)
+      fail(c, n, tag, Errc::request_timeout, "the connection's handshake ended too late");
+    else
+      fail(c, n, tag, Errc::node_restarting, "restarted less than the largest lease ago");
+  }
 }
 
 void World::transmit(int c, std::size_t n, std::uint64_t tag) {
@@ -1394,10 +1469,20 @@ void World::node_receive(int c, std::size_t n, std::uint64_t conn_id, std::uint6
   if (load)
     for (const auto& sc : kScripts)
       nd.redis->execute({"SCRIPT", "LOAD", std::string(sc.body)}, node_ms(n), conn_id);
-  ++scripts_;
+  if (tag != kHandshakeTag) ++scripts_;
   Value reply;
-  bool acquire = argv.size() >= 2 && ((argv[0] == "EVALSHA" && argv[1] == kAcquire.sha) ||
-                                      (argv[0] == "EVAL" && argv[1] == kAcquire.body));
+  auto is = [&argv](const ScriptText& sc) {
+    return argv.size() >= 3 && ((argv[0] == "EVALSHA" && argv[1] == sc.sha) ||
+                                (argv[0] == "EVAL" && argv[1] == sc.body));
+  };
+  bool acquire = is(kAcquire);
+  bool release = !acquire && is(kRelease);
+  // The token (ARGV[1] of both scripts), for the order oracle below.
+  std::string token;
+  if (acquire || release) {
+    auto keys = static_cast<std::size_t>(std::stoul(argv[2]));
+    if (argv.size() > 3 + keys) token = argv[3 + keys];
+  }
   if (acquire && now_ < nd.odd_until) {
     // Something else answers for the acquire script (another program at the port, another
     // version of the scripts): a reply of another shape than the script's, decoded by the
@@ -1406,12 +1491,20 @@ void World::node_receive(int c, std::size_t n, std::uint64_t conn_id, std::uint6
     trace("n" + std::to_string(n) + " answers c" + std::to_string(c) +
           " oddly: " + reply.to_string());
   } else {
+    if (acquire && !token.empty() && cleaned_up_.count({conn_id, token}) != 0)
+      // Checker 5, the order on one connection: an acquire that runs after its own attempt's
+      // clean-up ran there leaves keys that nobody will release (as after NOSCRIPT, re-sent as EVAL
+      // behind that clean-up).
+      violation("checker 5: an acquire of c" + std::to_string(c) + " ran on n" + std::to_string(n) +
+                " after its own clean-up (token " + escape_bytes(token) +
+                ") ran there on the same connection");
     try {
       reply = nd.redis->execute(argv, node_ms(n), conn_id);
     } catch (const std::exception& e) {
       violation(std::string("model gap: ") + e.what());
       return;
     }
+    if (release && !token.empty() && !reply.is_error()) cleaned_up_.insert({conn_id, token});
   }
   if (opt_.trace) {
     trace("n" + std::to_string(n) + " ran for c" + std::to_string(c) + ": " + reply.to_string());
@@ -1442,16 +1535,22 @@ void World::client_receive(int c, std::size_t n, std::uint64_t epoch, std::uint6
   auto& cl = clients_[c];
   auto& conn = cl.conns[n];
   if (conn.epoch != epoch) return;
+  if (tag == kHandshakeTag) {
+    if (!conn.in_session) begin_session(c, n, std::move(reply));
+    return;
+  }
   auto it = conn.pending.find(tag);
   if (it == conn.pending.end()) return;  // timed out already
   Pending p = it->second;
   conn.pending.erase(it);
   if (reply.is_error() && reply.error_code() == "NOSCRIPT" && !p.as_eval) {
-    // As lib/net/node.cpp: send the body when the script's order does not matter or nothing
-    // went after it on this connection; otherwise fail and load the script for next time.
+    // The library's rule (lib/core/session.hpp): send the body when the script's order does not
+    // matter or nothing went after it on this connection; otherwise fail and load the script
+    // for next time.
     bool order_free = p.request->script != proto::ScriptId::acquire;
     conn.loaded = false;
-    if (order_free || conn.pending.empty()) {
+    if (detail::after_noscript(order_free, !conn.pending.empty()) ==
+        detail::NoscriptStep::resend_eval) {
       p.as_eval = true;
       conn.pending[tag] = p;
       trace("c" + std::to_string(c) + " NOSCRIPT from n" + std::to_string(n) + ": EVAL");
@@ -1531,6 +1630,8 @@ void World::fail_conn(int c, std::size_t n, Errc why) {
   if (conn.id != 0 && nodes_[n].open.erase(conn.id) != 0) nodes_[n].redis->disconnect(conn.id);
   conn.id = 0;
   conn.epoch++;
+  conn.in_session = false;
+  conn.held.clear();  // they are in `pending`: they fail below, never sent
   std::vector<std::uint64_t> tags;
   for (auto& [tag, p] : conn.pending) tags.push_back(tag);
   for (auto tag : tags)
