@@ -419,6 +419,8 @@ class World {
   void liveness_probe();
   void check_script(int c, std::size_t n, const std::vector<std::string>& argv, const Value& reply);
   void plant_hostile(std::size_t n, bool ticket);
+  void check_turn_heard(int c, const std::string& channel, const std::string& message,
+                        const Actions& out);
   void faulty(Us until) {
     faulty_until_ = std::max(faulty_until_, until);
     ++disturbances_;
@@ -485,6 +487,9 @@ class World {
   };
   std::vector<Planted> planted_;
   std::set<std::string> reported10_;  // one violation of checker 10 per rule and key
+  // Per (client, job) of an acquire: true from the time it sends an attempt until it arms a timer
+  // for the next one (longer than a fill-in's 1 ms): then it sits between attempts.
+  std::map<std::pair<int, std::uint64_t>, bool> attempting_;
 };
 
 HeldPart* part_of_job(ClientState& cl, std::uint64_t job) {
@@ -649,8 +654,11 @@ void World::apply(int c, Actions& out) {
   for (std::size_t i = 0; i < out.size(); ++i) {
     auto& a = out[i];
     if (auto* s = std::get_if<proto::Send>(&a)) {
+      if (s->job != 0 && s->reply_wanted && s->request->script == proto::ScriptId::acquire)
+        attempting_[{c, s->job}] = true;
       send(c, *s);
     } else if (auto* t = std::get_if<proto::ArmTimer>(&a)) {
+      if (t->job != 0 && us(t->at) > local(cl) + kMs) attempting_[{c, t->job}] = false;
       auto gen = ++cl.timer_gen;
       Us l = us(t->at);
       cl.timers[t->id] = {l, gen};
@@ -1650,6 +1658,7 @@ void World::deliver_pubsub(std::size_t n) {
       if (me.subs[n].epoch != epoch) return;
       Actions out;
       me.brain->on_message(n, ch, msg, cnow(me), out);
+      check_turn_heard(c, ch, msg, out);
       apply(c, out);
     });
   }
@@ -1993,6 +2002,29 @@ void World::check_script(int c, std::size_t n, const std::vector<std::string>& a
              "another program's key now has " + std::to_string(k->pttl) +
                  " ms left, more than it was given");
   }
+}
+
+// Checker 10, the client's side: a waiter told its turn ("<name>|<ticket>|<key>" on its client's
+// channel, from any node, the first to announce it or a later one) while it sits between
+// attempts asks again at once: the node that told it has the key free and the turn is its own.
+// (A waiter in an attempt asks again when it ends, unless it is granted.)
+void World::check_turn_heard(int c, const std::string& channel, const std::string& message,
+                             const Actions& out) {
+  auto& cl = clients_[c];
+  if (channel != cl.turn_channel || !cl.has_op || !cl.op.waiting) return;
+  auto bar = message.find('|');
+  std::string mine = cl.turn_channel + "#";
+  if (bar == std::string::npos || message.compare(bar + 1, mine.size(), mine) != 0) return;
+  auto job = std::strtoull(message.c_str() + bar + 1 + mine.size(), nullptr, 10);
+  if (job != cl.op.job) return;
+  auto it = attempting_.find({c, job});
+  if (it == attempting_.end() || it->second) return;
+  for (const auto& a : out)
+    if (auto* s = std::get_if<proto::Send>(&a))
+      if (s->job == job && s->request->script == proto::ScriptId::acquire) return;
+  if (!reported10_.insert("turn|" + std::to_string(c)).second) return;
+  violation("checker 10: c" + std::to_string(c) + " was told its turn (" + escape_bytes(message) +
+            ") between attempts and did not ask");
 }
 
 // hostile: another program writes on node n, at a resource's auxiliary keys: a string (with a
