@@ -1887,8 +1887,8 @@ void World::check_script(int c, std::size_t n, const std::vector<std::string>& a
   auto is = [&](const ScriptText& t) { return argv[1] == (by_sha ? t.sha : t.body); };
   bool acquire = is(kAcquire), release = !acquire && is(kRelease);
   bool fence = !acquire && !release && is(kFence);
+  if (!acquire && !release && !fence) return;  // renew.lua: checkers 7 and 9 judge renewals
   // A script the node did not know did not run.
-  if (!acquire && !release && !fence) return;
   if (reply.is_error() && reply.error_code() == "NOSCRIPT") return;
   const auto& node = *nodes_[n].redis;
   std::int64_t now = node_ms(n);
