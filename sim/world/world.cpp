@@ -67,6 +67,13 @@ const std::vector<std::string> kFaultKinds = {
 // from "multihol") with it off at every seed a recorded mutant killer begins with
 // (tools/mutants_killers.tsv, some killed by that one seed alone) and at seeds 7 and 380463.
 const std::string kMultiHold = "multi_hold";
+// hostile and replica likewise, from one generator of their own: with both off, a seed runs bit
+// for bit as before they existed. The constant is the first one, counted up from "hostile", with
+// both off at seeds 7 and 380463 and at the first seed of every recorded simulator killer whose
+// first seed was above 100 (the rarely killed ones; tools/mutants_killers.tsv as of their
+// introduction): 103, 117, 194, 249, 568, 3139, 4583, 4693, 5475 and 6486.
+constexpr std::uint64_t kHostileSeed = 0x686f737469cb2d25ull;
+bool own_draws(const std::string& kind) { return kind == "hostile" || kind == "replica"; }
 constexpr std::uint64_t kMultiHoldSeed = 0x6d756c74696c6335ull;
 // The resources a multi_hold operation locks, each with its own acquire, token and lease.
 const std::vector<std::string> kHoldResources = {"m0", "m1", "m2"};
@@ -296,7 +303,10 @@ struct Later {
 class World {
  public:
   explicit World(const RunOptions& o)
-      : opt_(o), rng_(o.seed ^ 0x9e3779b97f4a7c15ull), hold_rng_(o.seed ^ kMultiHoldSeed) {}
+      : opt_(o),
+        rng_(o.seed ^ 0x9e3779b97f4a7c15ull),
+        hold_rng_(o.seed ^ kMultiHoldSeed),
+        hostile_rng_(o.seed ^ kHostileSeed) {}
 
   RunResult run();
 
@@ -429,7 +439,8 @@ class World {
 
   RunOptions opt_;
   Rng rng_;
-  Rng hold_rng_;  // multi_hold's own draws (kMultiHoldSeed)
+  Rng hold_rng_;     // multi_hold's own draws (kMultiHoldSeed)
+  Rng hostile_rng_;  // hostile's and replica's own draws (kHostileSeed)
   std::priority_queue<Event, std::vector<Event>, Later> queue_;
   Us now_ = 0;
   std::uint64_t seq_ = 0;
@@ -519,11 +530,16 @@ void World::draw_scenario() {
   // Swarm: which fault kinds are on at all, among those allowed.
   std::vector<std::string> allowed = opt_.faults.empty() ? kFaultKinds : opt_.faults;
   for (const auto& k : allowed)
-    if (k != kMultiHold && opt_.control == Control::none && rng_.chance(0.5)) enabled_.insert(k);
+    if (k != kMultiHold && !own_draws(k) && opt_.control == Control::none && rng_.chance(0.5))
+      enabled_.insert(k);
   if (opt_.control == Control::none &&
       std::find(allowed.begin(), allowed.end(), kMultiHold) != allowed.end() &&
       hold_rng_.chance(0.5))
     enabled_.insert(kMultiHold);
+  for (const std::string k : {"hostile", "replica"})
+    if (opt_.control == Control::none &&
+        std::find(allowed.begin(), allowed.end(), k) != allowed.end() && hostile_rng_.chance(0.5))
+      enabled_.insert(k);
   // A shrunk replay names its kinds exactly (the draws above are made all the same).
   if (opt_.only) enabled_ = std::set<std::string>(opt_.faults.begin(), opt_.faults.end());
   if (on(kMultiHold)) hold_resources_ = kHoldResources;
@@ -554,7 +570,7 @@ void World::draw_scenario() {
   // no): the handshake must refuse it (safeguards.hpp), or it votes (checker 10).
   std::size_t replica =
       on("replica") && n >= 3
-          ? static_cast<std::size_t>(rng_.range(0, static_cast<std::int64_t>(n) - 1))
+          ? static_cast<std::size_t>(hostile_rng_.range(0, static_cast<std::int64_t>(n) - 1))
           : n;
   for (std::size_t i = 0; i < n; ++i) {
     NodeState nd;
@@ -1836,10 +1852,10 @@ void World::schedule_faults() {
       });
     }
   if (on("hostile"))
-    for (int i = some(1, 3); i > 0; --i) {
-      auto n = static_cast<std::size_t>(rng_.range(0, static_cast<std::int64_t>(nn) - 1));
-      bool ticket = rng_.chance(0.5);
-      at(rng_.range(0, span), [this, n, ticket] { plant_hostile(n, ticket); });
+    for (auto i = hostile_rng_.range(1, 3); i > 0; --i) {
+      auto n = static_cast<std::size_t>(hostile_rng_.range(0, static_cast<std::int64_t>(nn) - 1));
+      bool ticket = hostile_rng_.chance(0.5);
+      at(hostile_rng_.range(0, span), [this, n, ticket] { plant_hostile(n, ticket); });
     }
   // The quiet end: from active_end_ on, every fault is healed.
   at(active_end_, [this] {
@@ -2033,10 +2049,10 @@ void World::check_turn_heard(int c, const std::string& channel, const std::strin
 void World::plant_hostile(std::size_t n, bool ticket) {
   auto& nd = nodes_[n];
   if (!nd.up) return;
-  std::string key = prefix_ + rng_.pick(resources_);
+  std::string key = prefix_ + hostile_rng_.pick(resources_);
   auto id = next_conn_id_++;
   if (!ticket) {
-    std::int64_t ms = rng_.range(20, 1000);
+    std::int64_t ms = hostile_rng_.range(20, 1000);
     std::string value = "hostile" + std::to_string(id);
     std::string turns = detail::aux_key(key, "turns");
     auto r =
@@ -2057,7 +2073,7 @@ void World::plant_hostile(std::size_t n, bool ticket) {
   ++next_conn_id_;
   if (nd.redis->key(queue, node_ms(n)) && nd.redis->key(queue, node_ms(n))->pttl < 0)
     nd.redis->execute({"PEXPIRE", queue, "5000"}, node_ms(n), id + 1);
-  Us stays = rng_.range(0, 3 * kSec);
+  Us stays = hostile_rng_.range(0, 3 * kSec);
   trace("FAULT n" + std::to_string(n) + " gets " + escape_bytes(head) + " in " +
         escape_bytes(queue) + ", listened to for " + std::to_string(stays / kMs) +
         " ms: " + r.to_string());
