@@ -365,7 +365,7 @@ struct RedisNode::Impl {
     if (!node.options_.password.empty() && !conn->authed && name != "auth")
       return err("NOAUTH Authentication required.");
     if (c.denyoom && node.oom_) return err(kOom);
-    if (c.write && node.options_.replica)
+    if (c.write && node.options_.replica && node.options_.read_only)
       return err("READONLY You can't write against a read only replica.");
     if (!conn->channels.empty() && !c.pubsub_ok)
       return err("ERR Can't execute '" + name +
@@ -1243,7 +1243,7 @@ struct RedisNode::Impl {
     // Redis 7.0 (script.c, scriptVerifyOOM): at maxmemory, a command that may grow memory is
     // refused while the script has not written yet; after a write it cannot stop midway.
     if (c.denyoom && node.oom_ && !script_dirty) return err(kOom);
-    if (c.write && node.options_.replica)
+    if (c.write && node.options_.replica && node.options_.read_only)
       return err("READONLY You can't write against a read only replica.");
     if (c.write) script_dirty = true;
     return (this->*c.run)(argv);
@@ -1683,5 +1683,12 @@ std::string RedisNode::dump(std::int64_t now_ms, int db) const {
 }
 
 std::size_t RedisNode::scripts_loaded() const { return impl_->scripts.size(); }
+
+std::size_t RedisNode::subscribers(const std::string& channel) const {
+  auto it = impl_->channels.find(channel);
+  return it == impl_->channels.end() ? 0 : it->second.size();
+}
+
+std::string sha1_hex(const std::string& text) { return sha1_hex(text.data(), text.size()); }
 
 }  // namespace redlock::sim

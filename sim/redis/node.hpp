@@ -52,6 +52,7 @@ struct NodeOptions {
   bool aof_enabled = false;   // INFO aof_enabled, CONFIG GET appendonly
   std::string appendfsync = "everysec";
   bool replica = false;          // INFO role:slave, ROLE "slave", writes: -READONLY
+  bool read_only = true;         // a replica's writes: -READONLY; false: a writable replica
   bool cluster_enabled = false;  // INFO cluster_enabled:1
   std::string password;          // non-empty: commands before AUTH answer -NOAUTH
 };
@@ -68,6 +69,9 @@ struct Delivery {
     return a.connection == b.connection && a.channel == b.channel && a.message == b.message;
   }
 };
+
+// The SHA1 of `text` as 40 lowercase hex digits (Lua's redis.sha1hex).
+std::string sha1_hex(const std::string& text);
 
 enum class KeyType { string, hash, set, zset };
 const char* type_name(KeyType t);  // "string", "hash", "set", "zset" (as TYPE answers)
@@ -121,6 +125,8 @@ class RedisNode {
   std::vector<std::string> keys(std::int64_t now_ms, int db = 0) const;  // sorted
   std::optional<KeyView> key(const std::string& name, std::int64_t now_ms, int db = 0) const;
   std::size_t scripts_loaded() const;
+  // How many connections subscribe to `channel` (PUBSUB NUMSUB).
+  std::size_t subscribers(const std::string& channel) const;
   std::int64_t started_at_ms() const { return started_ms_; }
   const NodeOptions& options() const { return options_; }
 

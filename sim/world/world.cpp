@@ -37,6 +37,8 @@ constexpr std::int64_t kEpochMs = 1'767'225'600'000;
 // protocol must cap a turn at this, whatever the waiter's ticket asks for, and end it once its
 // listener is gone: acquire.lua's and release.lua's MAX_TURN, and their PUBSUB NUMSUB.
 constexpr std::int64_t kTurnCap = 2000 * 1000;
+// The same cap in the nodes' milliseconds: no turn a script records or answers ends later.
+constexpr std::int64_t kTurnCapMs = 2000;
 // The ttls an extend asks for, in percent of the holder's lease: shorter, the same, longer. The
 // longest counts as a lease in use (checker 5's bound, the restart guard).
 const std::vector<int> kExtendPercents = {25, 50, 100, 100, 150};
@@ -57,6 +59,8 @@ const std::vector<std::string> kFaultKinds = {
     "collide",     // resource names that are other resources' auxiliary keys (r, r:turns, ...)
     "odd_reply",   // a node answers acquires with replies of other shapes, without running them
     "multi_hold",  // a client holds several locks renewed in one batch; one's keys change type
+    "hostile",     // another program's values on a node: a string at a line's turns, a ticket
+    "replica",     // one node is a (writable) replica: its INFO says role:slave
 };
 // multi_hold is drawn, and draws all it needs, from a generator of its own: with it off, a seed
 // runs bit for bit as it did before the kind existed. Where it is on, the run differs (its
@@ -64,6 +68,13 @@ const std::vector<std::string> kFaultKinds = {
 // from "multihol") with it off at every seed a recorded mutant killer begins with
 // (tools/mutants_killers.tsv, some killed by that one seed alone) and at seeds 7 and 380463.
 const std::string kMultiHold = "multi_hold";
+// hostile and replica likewise, from one generator of their own: with both off, a seed runs bit
+// for bit as before they existed. The constant is the first one, counted up from "hostile", with
+// both off at seeds 7 and 380463 and at the first seed of every recorded simulator killer whose
+// first seed was above 100 (the rarely killed ones; tools/mutants_killers.tsv as of their
+// introduction): 103, 117, 194, 249, 568, 3139, 4583, 4693, 5475 and 6486.
+constexpr std::uint64_t kHostileSeed = 0x686f737469cb2d25ull;
+bool own_draws(const std::string& kind) { return kind == "hostile" || kind == "replica"; }
 constexpr std::uint64_t kMultiHoldSeed = 0x6d756c74696c6335ull;
 // The resources a multi_hold operation locks, each with its own acquire, token and lease.
 const std::vector<std::string> kHoldResources = {"m0", "m1", "m2"};
@@ -301,7 +312,10 @@ struct Later {
 class World {
  public:
   explicit World(const RunOptions& o)
-      : opt_(o), rng_(o.seed ^ 0x9e3779b97f4a7c15ull), hold_rng_(o.seed ^ kMultiHoldSeed) {}
+      : opt_(o),
+        rng_(o.seed ^ 0x9e3779b97f4a7c15ull),
+        hold_rng_(o.seed ^ kMultiHoldSeed),
+        hostile_rng_(o.seed ^ kHostileSeed) {}
 
   RunResult run();
 
@@ -425,6 +439,10 @@ class World {
 
   // --- checks ---
   void liveness_probe();
+  void check_script(int c, std::size_t n, const std::vector<std::string>& argv, const Value& reply);
+  void plant_hostile(std::size_t n, bool ticket);
+  void check_turn_heard(int c, const std::string& channel, const std::string& message,
+                        const Actions& out);
   void faulty(Us until) {
     faulty_until_ = std::max(faulty_until_, until);
     ++disturbances_;
@@ -433,7 +451,8 @@ class World {
 
   RunOptions opt_;
   Rng rng_;
-  Rng hold_rng_;  // multi_hold's own draws (kMultiHoldSeed)
+  Rng hold_rng_;     // multi_hold's own draws (kMultiHoldSeed)
+  Rng hostile_rng_;  // hostile's and replica's own draws (kHostileSeed)
   std::priority_queue<Event, std::vector<Event>, Later> queue_;
   Us now_ = 0;
   std::uint64_t seq_ = 0;
@@ -484,6 +503,18 @@ class World {
   // Checker 9: per (client, lease) watched in calm, the true time it was watched and the
   // disturbances until then.
   std::map<std::pair<int, std::uint64_t>, std::pair<Us, std::uint64_t>> calm_watches_;
+  // Checker 10: the strings another program put on a node (hostile) with the expiry it gave
+  // them (node ms): no script may raise it.
+  struct Planted {
+    std::size_t node;
+    std::string key, value;
+    std::int64_t deadline_ms;
+  };
+  std::vector<Planted> planted_;
+  std::set<std::string> reported10_;  // one violation of checker 10 per rule and key
+  // Per (client, job) of an acquire: true from the time it sends an attempt until it arms a timer
+  // for the next one (longer than a fill-in's 1 ms): then it sits between attempts.
+  std::map<std::pair<int, std::uint64_t>, bool> attempting_;
 };
 
 HeldPart* part_of_job(ClientState& cl, std::uint64_t job) {
@@ -513,11 +544,16 @@ void World::draw_scenario() {
   // Swarm: which fault kinds are on at all, among those allowed.
   std::vector<std::string> allowed = opt_.faults.empty() ? kFaultKinds : opt_.faults;
   for (const auto& k : allowed)
-    if (k != kMultiHold && opt_.control == Control::none && rng_.chance(0.5)) enabled_.insert(k);
+    if (k != kMultiHold && !own_draws(k) && opt_.control == Control::none && rng_.chance(0.5))
+      enabled_.insert(k);
   if (opt_.control == Control::none &&
       std::find(allowed.begin(), allowed.end(), kMultiHold) != allowed.end() &&
       hold_rng_.chance(0.5))
     enabled_.insert(kMultiHold);
+  for (const std::string k : {"hostile", "replica"})
+    if (opt_.control == Control::none &&
+        std::find(allowed.begin(), allowed.end(), k) != allowed.end() && hostile_rng_.chance(0.5))
+      enabled_.insert(k);
   // A shrunk replay names its kinds exactly (the draws above are made all the same).
   if (opt_.only) enabled_ = std::set<std::string>(opt_.faults.begin(), opt_.faults.end());
   if (on(kMultiHold)) hold_resources_ = kHoldResources;
@@ -544,10 +580,18 @@ void World::draw_scenario() {
       resources_.push_back(std::string("s") + static_cast<char>('0' + i));
   }
 
+  // With `replica`, one node of three or five is a replica that takes writes (replica-read-only
+  // no): the handshake must refuse it (safeguards.hpp), or it votes (checker 10).
+  std::size_t replica =
+      on("replica") && n >= 3
+          ? static_cast<std::size_t>(hostile_rng_.range(0, static_cast<std::int64_t>(n) - 1))
+          : n;
   for (std::size_t i = 0; i < n; ++i) {
     NodeState nd;
     NodeOptions no;
     no.name = "n" + std::to_string(i);
+    no.replica = i == replica;
+    no.read_only = false;
     nd.clock.rate = 1.0 + static_cast<double>(rng_.range(-1500, 1500)) * 1e-6;
     nd.clock.segs[0].offset = rng_.range(0, 5 * kSec);
     // Up for an hour already: only a restart during the run trips the restart guard.
@@ -640,8 +684,11 @@ void World::apply(int c, Actions& out) {
   for (std::size_t i = 0; i < out.size(); ++i) {
     auto& a = out[i];
     if (auto* s = std::get_if<proto::Send>(&a)) {
+      if (s->job != 0 && s->reply_wanted && s->request->script == proto::ScriptId::acquire)
+        attempting_[{c, s->job}] = true;
       send(c, *s);
     } else if (auto* t = std::get_if<proto::ArmTimer>(&a)) {
+      if (t->job != 0 && us(t->at) > local(cl) + kMs) attempting_[{c, t->job}] = false;
       auto gen = ++cl.timer_gen;
       Us l = us(t->at);
       cl.timers[t->id] = {l, gen};
@@ -1395,6 +1442,19 @@ void World::begin_session(int c, std::size_t n, Value info) {
   // INFO, read and judged by the library's safeguards (lib/core/safeguards.hpp); with the restart
   // guard on, a node younger than the largest lease in use stays ineligible for the rest of it.
   auto check = detail::judge(detail::parse_info(info.str), cl.config, std::string());
+  if (check.refuse) {
+    // As lib/net/node.cpp: a node that is no independent master (a replica) is never asked; the
+    // connection closes, what waited for it fails, and the next request connects again.
+    trace("c" + std::to_string(c) + " n" + std::to_string(n) + " refused: " + check.why);
+    std::vector<std::uint64_t> held;
+    std::swap(held, conn.held);
+    if (nodes_[n].open.erase(conn.id) != 0) nodes_[n].redis->disconnect(conn.id);
+    conn_owner_.erase(conn.id);
+    conn.id = 0;
+    conn.epoch++;
+    for (auto tag : held) fail(c, n, tag, Errc::node_not_master, check.why);
+    return;
+  }
   conn.eligible_at = check.ineligible_for.count() > 0
                          ? local(cl) + static_cast<Us>(check.ineligible_for.count()) * kMs
                          : 0;
@@ -1505,6 +1565,7 @@ void World::node_receive(int c, std::size_t n, std::uint64_t conn_id, std::uint6
       return;
     }
     if (release && !token.empty() && !reply.is_error()) cleaned_up_.insert({conn_id, token});
+    check_script(c, n, argv, reply);
   }
   if (opt_.trace) {
     trace("n" + std::to_string(n) + " ran for c" + std::to_string(c) + ": " + reply.to_string());
@@ -1719,6 +1780,7 @@ void World::deliver_pubsub(std::size_t n) {
       if (me.subs[n].epoch != epoch) return;
       Actions out;
       me.brain->on_message(n, ch, msg, cnow(me), out);
+      check_turn_heard(c, ch, msg, out);
       apply(c, out);
     });
   }
@@ -1895,6 +1957,12 @@ void World::schedule_faults() {
         faulty(now_ + len + 500 * kMs);
       });
     }
+  if (on("hostile"))
+    for (auto i = hostile_rng_.range(1, 3); i > 0; --i) {
+      auto n = static_cast<std::size_t>(hostile_rng_.range(0, static_cast<std::int64_t>(nn) - 1));
+      bool ticket = hostile_rng_.chance(0.5);
+      at(hostile_rng_.range(0, span), [this, n, ticket] { plant_hostile(n, ticket); });
+    }
   // The quiet end: from active_end_ on, every fault is healed.
   at(active_end_, [this] {
     trace("quiet period begins: faults healed");
@@ -1930,6 +1998,197 @@ void World::trigger_control() {
 
 // ---------------------------------------------------------------------------------------------
 // Checks
+
+// Checker 10: every yes a script gives is true when it gives it, and every script leaves the node
+// in a state the protocol allows. Judged on the node right after the script ran, on the keys it
+// was given (cheap: a few lookups).
+void World::check_script(int c, std::size_t n, const std::vector<std::string>& argv,
+                         const Value& reply) {
+  if (argv.size() < 3 || (argv[0] != "EVALSHA" && argv[0] != "EVAL")) return;
+  bool by_sha = argv[0] == "EVALSHA";
+  auto is = [&](const ScriptText& t) { return argv[1] == (by_sha ? t.sha : t.body); };
+  bool acquire = is(kAcquire), release = !acquire && is(kRelease);
+  bool fence = !acquire && !release && is(kFence);
+  if (!acquire && !release && !fence) return;  // renew.lua: checkers 7 and 9 judge renewals
+  // A script the node did not know did not run.
+  if (reply.is_error() && reply.error_code() == "NOSCRIPT") return;
+  const auto& node = *nodes_[n].redis;
+  std::int64_t now = node_ms(n);
+  std::size_t nkeys =
+      std::min<std::size_t>(std::strtoul(argv[2].c_str(), nullptr, 10), argv.size() - 3);
+  std::vector<std::string> keys(argv.begin() + 3, argv.begin() + 3 + static_cast<long>(nkeys));
+  std::vector<std::string> args(argv.begin() + 3 + static_cast<long>(nkeys), argv.end());
+  auto report = [&](const std::string& rule, const std::string& key, const std::string& what) {
+    if (!reported10_.insert(rule + '|' + key).second) return;
+    violation("checker 10: n" + std::to_string(n) + "'s " +
+              (acquire   ? "acquire"
+               : release ? "release"
+                         : "fence") +
+              " for c" + std::to_string(c) + " on " + escape_bytes(key) + ": " + what);
+  };
+  auto string_at = [&](const std::string& key) -> std::optional<std::string> {
+    auto k = node.key(key, now);
+    if (!k || k->type != KeyType::string) return std::nullopt;
+    return k->value.str;
+  };
+  const std::string token = args.empty() ? std::string() : args[0];
+  // The token as a waiter marks it (acquire.lua): '!' for the last '.'.
+  std::string marked;
+  if (!token.empty() && token.back() == '.') marked = token.substr(0, token.size() - 1) + "!";
+  bool granted = acquire && reply.kind == Value::Kind::array && !reply.items.empty() &&
+                 reply.items[0] == Value::integer(1);
+
+  // A node the handshake must refuse (INFO role:slave) never runs an acquire: its vote would
+  // count toward a quorum, and a replica's keys are its master's to lose (safeguards.hpp).
+  if (acquire && node.options().replica)
+    report("replica", keys.empty() ? std::string() : keys[0],
+           "ran on a replica (INFO role:slave), which the handshake refuses");
+
+  // A fence write-back answers 1 only where every key holds the token or its marked form.
+  if (fence && reply == Value::integer(1))
+    for (const auto& k : keys) {
+      auto v = string_at(k);
+      if (!v || (*v != token && *v != marked))
+        report("fence", k,
+               "answered 1, but the key holds " + (v ? escape_bytes(*v) : std::string("no token")));
+    }
+
+  // A waiter's grant (ARGV[7]) leaves the new holder's key marked where others still wait: its
+  // release must know it has somebody to tell.
+  if (granted && args.size() >= 7 && !marked.empty())
+    for (const auto& k : keys)
+      if ((node.key(detail::aux_key(k, "queue"), now) ||
+           node.key(detail::aux_key(k, "others"), now)) &&
+          string_at(k) != marked)
+        report("unmarked", k, "granted a waiter while others wait, and left the key unmarked");
+
+  // A waiter for several keys that was granted (acquire) or stopped waiting (release, ARGV[4] '')
+  // has signed up for none of them here any more.
+  std::string gone;
+  if (granted && keys.size() > 1 && args.size() >= 7) gone = args[3];
+  if (release && !reply.is_error() && keys.size() > 1 && args.size() >= 4 && args[3].empty())
+    gone = args[2];
+  if (!gone.empty())
+    for (const auto& k : keys) {
+      auto o = node.key(detail::aux_key(k, "others"), now);
+      if (!o || o->type != KeyType::zset) continue;
+      for (std::size_t i = 0; i < o->value.items.size(); i += 2)
+        if (o->value.items[i].str == gone)
+          report("sign_up", k,
+                 "left the sign-up of " + escape_bytes(gone) + ", which stopped waiting");
+    }
+
+  // No turn ends later than the cap from now, whatever its ticket asks (MAX_TURN).
+  if (release || (acquire && keys.size() == 1 && args.size() >= 7))
+    for (const auto& k : keys) {
+      auto t = node.key(detail::aux_key(k, "turns"), now);
+      if (!t || t->type != KeyType::hash) continue;
+      for (std::size_t i = 1; i < t->value.items.size(); i += 2) {
+        double due = std::strtod(t->value.items[i].str.c_str(), nullptr);
+        if (due > static_cast<double>(now + kTurnCapMs))
+          report("cap", k,
+                 "a turn ends " + std::to_string(static_cast<std::int64_t>(due) - now) +
+                     " ms from now, past the cap");
+      }
+    }
+
+  // An acquire refused for another waiter's turn: that turn is at most the cap, and somebody
+  // still listens on its ticket's channel (a turn whose listener left passes at once).
+  if (acquire && !granted && reply.kind == Value::Kind::array && reply.items.size() == 3 &&
+      reply.items[2].kind == Value::Kind::bulk && reply.items[2].str.rfind("turn:", 0) == 0 &&
+      keys.size() == 1) {
+    if (reply.items[1].number > kTurnCapMs)
+      report("cap", keys[0],
+             "refused for a turn of " + std::to_string(reply.items[1].number) + " ms");
+    std::string digest = reply.items[2].str.substr(5);
+    auto q = node.key(detail::aux_key(keys[0], "queue"), now);
+    for (std::size_t i = 0; q && q->type == KeyType::zset && i < q->value.items.size(); i += 2) {
+      const auto& head = q->value.items[i].str;
+      if (sha1_hex(head).compare(0, digest.size(), digest) != 0) continue;
+      auto hash = head.rfind('#');
+      if (hash == std::string::npos || node.subscribers(head.substr(0, hash)) == 0)
+        report(
+            "listener", keys[0],
+            "refused for the turn of " + escape_bytes(head) + ", whose channel nobody listens to");
+      break;
+    }
+  }
+
+  // Another program's value: a script may leave it, never prolong it.
+  for (const auto& p : planted_) {
+    if (p.node != n) continue;
+    auto k = node.key(p.key, now);
+    if (!k || k->type != KeyType::string || k->value.str != p.value) continue;
+    if (k->pttl < 0 || now + k->pttl > p.deadline_ms)
+      report("foreign", p.key,
+             "another program's key now has " + std::to_string(k->pttl) +
+                 " ms left, more than it was given");
+  }
+}
+
+// Checker 10, the client's side: a waiter told its turn ("<name>|<ticket>|<key>" on its client's
+// channel, from any node, the first to announce it or a later one) while it sits between
+// attempts asks again at once: the node that told it has the key free and the turn is its own.
+// (A waiter in an attempt asks again when it ends, unless it is granted.)
+void World::check_turn_heard(int c, const std::string& channel, const std::string& message,
+                             const Actions& out) {
+  auto& cl = clients_[c];
+  if (channel != cl.turn_channel || !cl.has_op || !cl.op.waiting) return;
+  auto bar = message.find('|');
+  std::string mine = cl.turn_channel + "#";
+  if (bar == std::string::npos || message.compare(bar + 1, mine.size(), mine) != 0) return;
+  auto job = std::strtoull(message.c_str() + bar + 1 + mine.size(), nullptr, 10);
+  if (job != cl.op.job) return;
+  auto it = attempting_.find({c, job});
+  if (it == attempting_.end() || it->second) return;
+  for (const auto& a : out)
+    if (auto* s = std::get_if<proto::Send>(&a))
+      if (s->job == job && s->request->script == proto::ScriptId::acquire) return;
+  if (!reported10_.insert("turn|" + std::to_string(c)).second) return;
+  violation("checker 10: c" + std::to_string(c) + " was told its turn (" + escape_bytes(message) +
+            ") between attempts and did not ask");
+}
+
+// hostile: another program writes on node n, at a resource's auxiliary keys: a string (with a
+// ttl) where the line's turns go, or a ticket of its own at the head of the line, whose turn is
+// as long as a day and whose listener leaves after up to 3 s.
+void World::plant_hostile(std::size_t n, bool ticket) {
+  auto& nd = nodes_[n];
+  if (!nd.up) return;
+  std::string key = prefix_ + hostile_rng_.pick(resources_);
+  auto id = next_conn_id_++;
+  if (!ticket) {
+    std::int64_t ms = hostile_rng_.range(20, 1000);
+    std::string value = "hostile" + std::to_string(id);
+    std::string turns = detail::aux_key(key, "turns");
+    auto r =
+        nd.redis->execute({"SET", turns, value, "NX", "PX", std::to_string(ms)}, node_ms(n), id);
+    trace("FAULT n" + std::to_string(n) + " gets a string at " + escape_bytes(turns) + " for " +
+          std::to_string(ms) + " ms: " + r.to_string());
+    if (r.kind == Value::Kind::status)
+      planted_.push_back(Planted{n, turns, value, node_ms(n) + ms});
+    faulty(now_ + ms * kMs + 500 * kMs);
+    return;
+  }
+  std::string channel = "turn:hostile" + std::to_string(id);
+  std::string head = channel + "#1@86400000";
+  std::string queue = detail::aux_key(key, "queue");
+  nd.redis->subscribe(id, channel);
+  auto r = nd.redis->execute({"ZADD", queue, std::to_string(kEpochMs * 1000 - 1000000), head},
+                             node_ms(n), id + 1);
+  ++next_conn_id_;
+  if (nd.redis->key(queue, node_ms(n)) && nd.redis->key(queue, node_ms(n))->pttl < 0)
+    nd.redis->execute({"PEXPIRE", queue, "5000"}, node_ms(n), id + 1);
+  Us stays = hostile_rng_.range(0, 3 * kSec);
+  trace("FAULT n" + std::to_string(n) + " gets " + escape_bytes(head) + " in " +
+        escape_bytes(queue) + ", listened to for " + std::to_string(stays / kMs) +
+        " ms: " + r.to_string());
+  auto incarnation = nd.incarnation;
+  at(now_ + stays, [this, n, id, incarnation] {
+    if (nodes_[n].incarnation == incarnation) nodes_[n].redis->disconnect(id);
+  });
+  faulty(now_ + stays + kTurnCap + 500 * kMs);
+}
 
 void World::liveness_probe() {
   // Checker 4: where no fault is on, a key gone from every node is granted to a live waiter

@@ -210,6 +210,29 @@ TEST_F(NodeTest, InfoDescribesReplicasAndClusters) {
   EXPECT_EQ(replica.execute({"SET", "k", "v"}, 0, 1).error_code(), "READONLY");
 }
 
+// replica-read-only no: still a replica in INFO (the handshake must refuse it), but it takes
+// writes, so a vote it gives would look like any master's.
+TEST_F(NodeTest, AWritableReplicaTakesWritesAndStillSaysSlave) {
+  NodeOptions o;
+  o.replica = true;
+  o.read_only = false;
+  RedisNode replica(o, 0);
+  EXPECT_EQ(redlock::detail::parse_info(replica.execute({"INFO"}, 0, 1).str).role, "slave");
+  EXPECT_EQ(replica.execute({"SET", "k", "v"}, 0, 1), Value::status("OK"));
+  EXPECT_EQ(replica.execute({"GET", "k"}, 0, 1), b("v"));
+}
+
+TEST_F(NodeTest, SubscribersCountsAsPubsubNumsub) {
+  EXPECT_EQ(node.subscribers("c"), 0u);
+  node.subscribe(7, "c");
+  node.subscribe(8, "c");
+  EXPECT_EQ(node.subscribers("c"), 2u);
+  EXPECT_EQ(run({"PUBSUB", "NUMSUB", "c"}), arr({b("c"), Value::integer(2)}));
+  node.disconnect(7);
+  EXPECT_EQ(node.subscribers("c"), 1u);
+  EXPECT_EQ(sha1_hex("abc"), "a9993e364706816aba3e25717850c26c9cd0d89d");
+}
+
 TEST_F(NodeTest, AuthWhenAPasswordIsSet) {
   NodeOptions o;
   o.password = "pw";
