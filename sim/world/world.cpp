@@ -61,20 +61,19 @@ const std::vector<std::string> kFaultKinds = {
     "multi_hold",  // a client holds several locks renewed in one batch; one's keys change type
     "hostile",     // another program's values on a node: a string at a line's turns, a ticket
     "replica",     // one node is a (writable) replica: its INFO says role:slave
+    "late_grant",  // a client stalls right after an acquire or write-back leaves, for most of a ttl
 };
-// multi_hold is drawn, and draws all it needs, from a generator of its own: with it off, a seed
-// runs bit for bit as it did before the kind existed. Where it is on, the run differs (its
-// messages take draws of the world's generator), so the constant is one (the first counted up
-// from "multihol") with it off at every seed a recorded mutant killer begins with
-// (tools/mutants_killers.tsv, some killed by that one seed alone) and at seeds 7 and 380463.
+// multi_hold, hostile with replica, and late_grant are each drawn, and draw all they need, from a
+// generator of their own: with them off, a seed runs bit for bit as it did before the kind
+// existed, so adding a kind does not move every other seed's scenario. (Where one is on, the run
+// differs; a recorded mutant killer, tools/mutants_killers.tsv, is recorded again with
+// `tools/mutants.py --sim-only --record` whenever the world changes.)
 const std::string kMultiHold = "multi_hold";
-// hostile and replica likewise, from one generator of their own: with both off, a seed runs bit
-// for bit as before they existed. The constant is the first one, counted up from "hostile", with
-// both off at seeds 7 and 380463 and at the first seed of every recorded simulator killer whose
-// first seed was above 100 (the rarely killed ones; tools/mutants_killers.tsv as of their
-// introduction): 103, 117, 194, 249, 568, 3139, 4583, 4693, 5475 and 6486.
 constexpr std::uint64_t kHostileSeed = 0x686f737469cb2d25ull;
-bool own_draws(const std::string& kind) { return kind == "hostile" || kind == "replica"; }
+constexpr std::uint64_t kLateGrantSeed = 0x6c617465677261ull;
+bool own_draws(const std::string& kind) {
+  return kind == "hostile" || kind == "replica" || kind == "late_grant";
+}
 constexpr std::uint64_t kMultiHoldSeed = 0x6d756c74696c6335ull;
 // The resources a multi_hold operation locks, each with its own acquire, token and lease.
 const std::vector<std::string> kHoldResources = {"m0", "m1", "m2"};
@@ -315,7 +314,8 @@ class World {
       : opt_(o),
         rng_(o.seed ^ 0x9e3779b97f4a7c15ull),
         hold_rng_(o.seed ^ kMultiHoldSeed),
-        hostile_rng_(o.seed ^ kHostileSeed) {}
+        hostile_rng_(o.seed ^ kHostileSeed),
+        late_rng_(o.seed ^ kLateGrantSeed) {}
 
   RunResult run();
 
@@ -388,6 +388,7 @@ class World {
 
   // --- network ---
   void send(int c, const proto::Send& s);
+  void late_stall(int c, const proto::Request& r);
   void send_one(int c, std::size_t n, RequestId id, std::shared_ptr<const proto::Request> req,
                 bool reply_wanted);
   void transmit(int c, std::size_t n, std::uint64_t tag);
@@ -453,6 +454,7 @@ class World {
   Rng rng_;
   Rng hold_rng_;     // multi_hold's own draws (kMultiHoldSeed)
   Rng hostile_rng_;  // hostile's and replica's own draws (kHostileSeed)
+  Rng late_rng_;     // late_grant's own draws (kLateGrantSeed)
   std::priority_queue<Event, std::vector<Event>, Later> queue_;
   Us now_ = 0;
   std::uint64_t seq_ = 0;
@@ -554,6 +556,10 @@ void World::draw_scenario() {
     if (opt_.control == Control::none &&
         std::find(allowed.begin(), allowed.end(), k) != allowed.end() && hostile_rng_.chance(0.5))
       enabled_.insert(k);
+  if (opt_.control == Control::none &&
+      std::find(allowed.begin(), allowed.end(), "late_grant") != allowed.end() &&
+      late_rng_.chance(0.5))
+    enabled_.insert("late_grant");
   // A shrunk replay names its kinds exactly (the draws above are made all the same).
   if (opt_.only) enabled_ = std::set<std::string>(opt_.faults.begin(), opt_.faults.end());
   if (on(kMultiHold)) hold_resources_ = kHoldResources;
@@ -1347,6 +1353,27 @@ std::vector<std::string> World::argv_of(const proto::Request& r, bool as_eval) c
 
 void World::send(int c, const proto::Send& s) {
   for (auto n : s.nodes) send_one(c, n, s.id, s.request, s.reply_wanted);
+  if (on("late_grant")) late_stall(c, *s.request);
+}
+
+// late_grant: now and then a client stalls (a GC pause) right after an acquire or a fencing
+// write-back left it, for 85–99 % of its ttl, so that it reads the replies with about as little
+// validity left as the minimum useful validity (Config::min_validity_ratio, 10 % of the ttl): some
+// grants keep just enough, some just too little, some none. Only the validity rule may decide
+// which (checker 7: a grant keeps the least validity). Shorter than a lease, unlike `pause`.
+void World::late_stall(int c, const proto::Request& r) {
+  bool grants = r.decoder == proto::Decoder::acquire ||
+                r.decoder == proto::Decoder::quick_acquire || r.decoder == proto::Decoder::fence;
+  // A fault like the others: over when the active phase ends (the quiet end heals everything).
+  if (!grants || now_ >= active_end_ || !late_rng_.chance(0.25)) return;
+  auto& cl = clients_[c];
+  Us ttl = cl.config.ttl.count() * kMs;
+  Us len = late_rng_.range(ttl * 85 / 100, ttl * 99 / 100);
+  trace("FAULT c" + std::to_string(c) + " stalls for " + std::to_string(len / kMs) +
+        " ms after a request left");
+  cl.paused_until = std::max(cl.paused_until, now_ + len);
+  cl.last_pause_end = std::max(cl.last_pause_end, cl.paused_until);
+  faulty(cl.paused_until + 500 * kMs);
 }
 
 void World::send_one(int c, std::size_t n, RequestId id, std::shared_ptr<const proto::Request> req,
