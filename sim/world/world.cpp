@@ -396,7 +396,9 @@ class World {
                     std::uint64_t tag, std::vector<std::string> argv, bool ghost, bool load);
   void client_receive(int c, std::size_t n, std::uint64_t epoch, std::uint64_t tag, Value reply);
   void fail(int c, std::size_t n, std::uint64_t tag, Errc why, const std::string& detail);
-  void fail_conn(int c, std::size_t n, Errc why);
+  // The connection broke; with_subscriber: the subscriber connection to that node too (a reset,
+  // a crash), not when only the command connection's handshake timed out (lib/net/node.cpp).
+  void fail_conn(int c, std::size_t n, Errc why, bool with_subscriber = true);
   // A new connection's handshake: INFO to the node, its reply judged on the way back.
   void handshake(int c, std::size_t n);
   void begin_session(int c, std::size_t n, Value info);
@@ -452,9 +454,10 @@ class World {
 
   RunOptions opt_;
   Rng rng_;
-  Rng hold_rng_;     // multi_hold's own draws (kMultiHoldSeed)
-  Rng hostile_rng_;  // hostile's and replica's own draws (kHostileSeed)
-  Rng late_rng_;     // late_grant's own draws (kLateGrantSeed)
+  Rng hold_rng_;       // multi_hold's own draws (kMultiHoldSeed)
+  Rng hostile_rng_;    // hostile's and replica's own draws (kHostileSeed)
+  Rng late_rng_;       // late_grant's own draws (kLateGrantSeed)
+  int late_left_ = 0;  // late_grant's stalls still to come
   std::priority_queue<Event, std::vector<Event>, Later> queue_;
   Us now_ = 0;
   std::uint64_t seq_ = 0;
@@ -560,6 +563,9 @@ void World::draw_scenario() {
       std::find(allowed.begin(), allowed.end(), "late_grant") != allowed.end() &&
       late_rng_.chance(0.5))
     enabled_.insert("late_grant");
+  // A few stalls per run, as `pause` has: each one keeps liveness (checker 4) and checker 9
+  // from judging for a while, and most of the run should still be judged.
+  late_left_ = static_cast<int>(late_rng_.range(1, 3));
   // A shrunk replay names its kinds exactly (the draws above are made all the same).
   if (opt_.only) enabled_ = std::set<std::string>(opt_.faults.begin(), opt_.faults.end());
   if (on(kMultiHold)) hold_resources_ = kHoldResources;
@@ -1365,7 +1371,8 @@ void World::late_stall(int c, const proto::Request& r) {
   bool grants = r.decoder == proto::Decoder::acquire ||
                 r.decoder == proto::Decoder::quick_acquire || r.decoder == proto::Decoder::fence;
   // A fault like the others: over when the active phase ends (the quiet end heals everything).
-  if (!grants || now_ >= active_end_ || !late_rng_.chance(0.25)) return;
+  if (!grants || now_ >= active_end_ || late_left_ == 0 || !late_rng_.chance(0.25)) return;
+  --late_left_;
   auto& cl = clients_[c];
   Us ttl = cl.config.ttl.count() * kMs;
   Us len = late_rng_.range(ttl * 85 / 100, ttl * 99 / 100);
@@ -1452,7 +1459,8 @@ void World::handshake(int c, std::size_t n) {
   Us limit = cl.clock.when(local(cl) + cl.config.connect_timeout.count() * kMs, now_);
   client_at(c, limit, [this, c, n, epoch] {
     auto& cn = clients_[c].conns[n];
-    if (cn.epoch == epoch && cn.id != 0 && !cn.in_session) fail_conn(c, n, Errc::connect_timeout);
+    if (cn.epoch == epoch && cn.id != 0 && !cn.in_session)
+      fail_conn(c, n, Errc::connect_timeout, /*with_subscriber=*/false);
   });
   if (cut(c, n)) return;
   Us arrive = std::max(now_ + delay(), conn.to_node + 1);
@@ -1711,7 +1719,7 @@ void World::fail(int c, std::size_t n, std::uint64_t tag, Errc why, const std::s
 }
 
 // The connection broke (reset, node crash): whatever waits on it fails with an I/O error.
-void World::fail_conn(int c, std::size_t n, Errc why) {
+void World::fail_conn(int c, std::size_t n, Errc why, bool with_subscriber) {
   auto& cl = clients_[c];
   auto& conn = cl.conns[n];
   if (conn.id == 0 && conn.pending.empty()) return;
@@ -1725,6 +1733,7 @@ void World::fail_conn(int c, std::size_t n, Errc why) {
   for (auto tag : tags)
     client_at(c, now_ + delay(),
               [this, c, n, tag, why] { fail(c, n, tag, why, "connection lost"); });
+  if (!with_subscriber) return;
   auto& sub = cl.subs[n];
   if (sub.id != 0) {
     if (nodes_[n].open.erase(sub.id) != 0) nodes_[n].redis->disconnect(sub.id);
