@@ -6,12 +6,25 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <string>
 
 #include "duration.hpp"
 
 namespace redlock::cli {
 
 bool g_stdout_was_closed = false;
+
+namespace {
+
+// One line to stderr in one write: warnings come from the library's loop thread while the main
+// thread reports, and a line written in pieces (text, then the newline) can be cut in two by the
+// other's (std::cerr is unbuffered; one insertion is one fwrite, which stdio keeps whole).
+void put_line(std::string line) {
+  line += '\n';
+  std::cerr << line;
+}
+
+}  // namespace
 
 int exit_code_for(std::error_code ec) {
   if (!ec) return kOk;
@@ -59,7 +72,7 @@ void WarningPrinter::operator()(const std::string& line) {
     hinted_ = true;
     out += " (docs/operations.md; --no-persistence-warning hides this)";
   }
-  std::cerr << out << '\n';
+  put_line(std::move(out));
 }
 
 namespace {
@@ -108,11 +121,11 @@ redlock::Config make_config(const Globals& g) {
 }
 
 void diag(const Globals& g, const std::string& line) {
-  if (!g.quiet) std::cerr << "redlock: " << line << '\n';
+  if (!g.quiet) put_line("redlock: " + line);
 }
 
 int fail(const redlock::Outcome& r, const std::string& what) {
-  std::cerr << "redlock: " << what << ": " << r.message() << '\n';
+  put_line("redlock: " + what + ": " + r.message());
   return exit_code_for(r.error);
 }
 
