@@ -1,6 +1,6 @@
 // The deterministic simulator's world (docs/simulation.md): one event queue ordered by (true
-// time, sequence), generators derived from the seed alone, simulated Redis nodes (sim/redis) that run
-// the project's scripts, a network of FIFO connections with delays, resets and partitions, per
+// time, sequence), generators derived from the seed alone, simulated Redis nodes (sim/redis) that
+// run the project's scripts, a network of FIFO connections with delays, resets and partitions, per
 // node and per client clocks with drift and jumps, faults drawn per seed (swarm), simulated
 // clients that run the protocol's decisions, and the checkers. No wall clock, no threads, no
 // sockets: a seed replays bit for bit. One thread.
