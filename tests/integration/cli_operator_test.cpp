@@ -201,7 +201,7 @@ TEST_F(CliOperator, DurationsTakeUnits) {
   EXPECT_EQ(all.exit_code, 0) << all.err;
   auto busy = cli({"--nodes", nodes, "-q", "acquire", "s", "--wait", "100ms"});
   EXPECT_EQ(busy.exit_code, 1) << busy.err;
-  for (std::string bad : {"5x", "1.5s", "s", "10 s"}) {
+  for (std::string bad : {"5x", "1.5ms", "s", "10 s", "1m30"}) {
     auto r = cli({"--nodes", nodes, "--ttl", bad, "acquire", "bad"});
     EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.err;
     EXPECT_NE(r.err.find("--ttl"), std::string::npos) << r.err;

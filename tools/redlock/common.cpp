@@ -16,12 +16,35 @@ bool g_stdout_was_closed = false;
 
 namespace {
 
+// The length of the well-formed UTF-8 sequence at the start of `s` (2 to 4), or 0.
+std::size_t utf8_length(std::string_view s) {
+  const auto b = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
+  const auto cont = [&](std::size_t i) { return i < s.size() && (b(i) & 0xc0) == 0x80; };
+  const unsigned char c = b(0);
+  if (c >= 0xc2 && c <= 0xdf) return cont(1) ? 2 : 0;
+  if (c >= 0xe0 && c <= 0xef) {
+    if (!cont(1) || !cont(2)) return 0;
+    if (c == 0xe0 && b(1) < 0xa0) return 0;   // overlong
+    if (c == 0xed && b(1) >= 0xa0) return 0;  // a surrogate
+    return 3;
+  }
+  if (c >= 0xf0 && c <= 0xf4) {
+    if (!cont(1) || !cont(2) || !cont(3)) return 0;
+    if (c == 0xf0 && b(1) < 0x90) return 0;   // overlong
+    if (c == 0xf4 && b(1) >= 0x90) return 0;  // above U+10FFFF
+    return 4;
+  }
+  return 0;
+}
+
 // One line to stderr in one write: warnings come from the library's loop thread while the main
 // thread reports, and a line written in pieces (text, then the newline) can be cut in two by the
 // other's (std::cerr is unbuffered; one insertion is one fwrite, which stdio keeps whole).
-void put_line(std::string line) {
-  line += '\n';
-  std::cerr << line;
+// Escaped (printable()): a key name or a node's text cannot move the cursor or forge a line.
+void put_line(const std::string& line) {
+  std::string out = printable(line);
+  out += '\n';
+  std::cerr << out;
 }
 
 }  // namespace
@@ -81,16 +104,18 @@ namespace {
 void warn_fault_tolerance(const Globals& g, std::size_t n) {
   if (g.quiet || n == 0 || n % 2 == 1) {
     if (n == 1 && !g.quiet)
-      std::cerr << "redlock: warning: 1 node tolerates no failure: when it is down no lock can "
-                   "be taken, when it restarts without persistence every lock is forgotten; "
-                   "use 3 or 5 independent masters\n";
+      put_line(
+          "redlock: warning: 1 node tolerates no failure: when it is down no lock can "
+          "be taken, when it restarts without persistence every lock is forgotten; "
+          "use 3 or 5 independent masters");
     return;
   }
   std::size_t tolerated = (n - 1) / 2;
-  std::cerr << "redlock: warning: " << n << " nodes tolerate " << tolerated << " failure"
-            << (tolerated == 1 ? "" : "s") << ", as " << n - 1 << " node"
-            << (n - 1 == 1 ? " does" : "s do") << " (a quorum is " << n / 2 + 1 << " of " << n
-            << "); use an odd number of nodes\n";
+  put_line("redlock: warning: " + std::to_string(n) + " nodes tolerate " +
+           std::to_string(tolerated) + " failure" + (tolerated == 1 ? "" : "s") + ", as " +
+           std::to_string(n - 1) + " node" + (n - 1 == 1 ? " does" : "s do") + " (a quorum is " +
+           std::to_string(n / 2 + 1) + " of " + std::to_string(n) +
+           "); use an odd number of nodes");
 }
 
 }  // namespace
@@ -113,12 +138,59 @@ redlock::Config make_config(const Globals& g) {
   if (auto d = duration_of("--retry-delay", g.retry_delay)) c.retry_delay = *d;
   if (auto d = duration_of("--retry-jitter", g.retry_jitter)) c.retry_jitter = *d;
   if (g.drift_factor) c.drift_factor = *g.drift_factor;
+  // The library's own log lines (without a handler: raw to stderr) escaped like ours.
+  c.log = [](LogLevel level, const std::string& message) {
+    put_line(std::string("redlock: ") + (level == LogLevel::warning ? "warning: " : "") + message);
+  };
   c.tls = g.tls_options;
   if (g.tls)
     for (auto& node : c.nodes) node.tls = true;
   warn_fault_tolerance(g, c.nodes.size());
   return c;
 }
+
+std::string printable(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out += static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    if (c >= 0x80) {
+      if (std::size_t n = utf8_length(text.substr(i)); n > 0) {
+        out.append(text.substr(i, n));
+        i += n;
+        continue;
+      }
+    }
+    switch (c) {
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      default: {
+        char buf[5];
+        std::snprintf(buf, sizeof buf, "\\x%02x", c);
+        out += buf;
+      }
+    }
+    ++i;
+  }
+  return out;
+}
+
+void say(const std::string& line) { put_line(line); }
 
 void diag(const Globals& g, const std::string& line) {
   if (!g.quiet) put_line("redlock: " + line);

@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <system_error>
 
 #include "redlock/redlock.hpp"
@@ -73,6 +74,14 @@ class WarningPrinter {
 // The configuration from the options; throws redlock::Error on a bad list or option. Warns
 // (stderr, unless --quiet) about a node count that tolerates less than it seems to.
 Config make_config(const Globals& g);
+
+// `text` made safe for a terminal or a log line: control bytes (C0, DEL), a backslash and bytes
+// that are not UTF-8 become escapes (\n, \r, \t, \\, \xHH), as `--json` escapes them. Every
+// name or text from the command line or a node goes through it before text output.
+std::string printable(std::string_view text);
+
+// A line on stderr in one write, escaped (printable()), also with --quiet.
+void say(const std::string& line);
 
 // A diagnostic on stderr, unless --quiet.
 void diag(const Globals& g, const std::string& line);

@@ -1,5 +1,6 @@
-// Durations on the command line: a whole number with an optional unit (ms, s, m, h); a plain
-// number is milliseconds, as it always was.
+// Durations on the command line: a plain whole number is milliseconds, as it always was;
+// otherwise Go-style terms of a number (a fraction allowed) and a unit (ms, s, m or min, h):
+// 500ms, 30s, 1.5s, 1m30s, 2h45m.
 #pragma once
 
 #include <optional>

@@ -14,8 +14,7 @@ int do_acquire(const Globals& g, redlock::Client& client, const std::string& key
                std::optional<Milliseconds> wait, bool fencing) {
   if (g_stdout_was_closed) {
     // Nothing acquired: the token would go nowhere, and the lock would stay taken for its ttl.
-    std::cerr << "redlock: stdout is closed: the token could not be delivered; '" << key
-              << "' not acquired\n";
+    say("redlock: stdout is closed: the token could not be delivered; '" + key + "' not acquired");
     return kUsage;
   }
   redlock::AcquireRequest req;
@@ -34,11 +33,9 @@ int do_acquire(const Globals& g, redlock::Client& client, const std::string& key
     // it held.
     const int error = errno;
     auto rel = client.release(r.lock);
-    std::cerr << "redlock: cannot write the token to stdout (" << std::strerror(error) << "); "
-              << (rel ? "released '" + key + "'"
-                      : "'" + key + "' not released (" + rel.message() +
-                            "): it expires with its ttl")
-              << '\n';
+    say("redlock: cannot write the token to stdout (" + std::string(std::strerror(error)) + "); " +
+        (rel ? "released '" + key + "'"
+             : "'" + key + "' not released (" + rel.message() + "): it expires with its ttl"));
     return kUsage;
   }
   diag(g, "acquired '" + key + "' (key " + client.key_of(key) + ") for " +
@@ -95,9 +92,24 @@ int do_release(const Globals& g, redlock::Client& client, const std::string& key
                const std::string& token) {
   auto r = client.release(redlock::Lock(key, token));
   if (!r) return fail(r, "not released '" + key + "'");
-  diag(g, "released '" + key + "' on " + std::to_string(r.released) + " node(s); votes " +
-              r.votes.to_string());
+  diag(g, "released '" + key + "': " + release_summary(r) + "; votes " + r.votes.to_string());
   return kOk;
+}
+
+std::string release_summary(const redlock::ReleaseResult& r) {
+  const auto& v = r.votes;
+  const std::size_t n = v.nodes.size();
+  std::string s = "deleted on " + std::to_string(r.released) + " of " + std::to_string(n) +
+                  " node(s), quorum " + std::to_string(v.quorum) +
+                  (r.released >= v.quorum ? " confirmed" : " not confirmed");
+  // The verdict comes at the quorum: a node that had not answered by then may still run the
+  // release, or never get it (a process that exits does not wait), and nothing here knows which.
+  if (std::size_t pending = v.count(redlock::Vote::pending); pending > 0)
+    s += "; " + std::to_string(pending) +
+         " still pending (not confirmed; a key left there expires with its ttl)";
+  if (std::size_t gone = v.no(); gone > 0) s += "; " + std::to_string(gone) + " held it no more";
+  if (std::size_t failed = v.failed(); failed > 0) s += "; " + std::to_string(failed) + " failed";
+  return s;
 }
 
 }  // namespace redlock::cli

@@ -13,4 +13,8 @@ int do_acquire(const Globals& g, Client& client, const std::string& key,
 int do_extend(const Globals& g, Client& client, const std::string& key, const std::string& token);
 int do_release(const Globals& g, Client& client, const std::string& key, const std::string& token);
 
+// What a release's quorum confirmed and what was still pending when it was decided, e.g.
+// "deleted on 2 of 3 node(s), quorum 2 confirmed; 1 still pending (not confirmed; ...)".
+std::string release_summary(const ReleaseResult& r);
+
 }  // namespace redlock::cli

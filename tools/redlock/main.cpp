@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 
+#include "admin_verbs.hpp"
 #include "common.hpp"
 #include "lock_verbs.hpp"
 #include "run.hpp"
@@ -39,19 +40,21 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("-V,--version", std::string("redlock ") + REDLOCK_CLI_VERSION);
   app.footer(
-      "Durations: a whole number with a unit, 500ms, 30s, 2m, 1h; a plain number is "
-      "milliseconds.\nExit codes: 0 ok, 1 not acquired / not held, 2 usage, configuration or "
+      "Durations: 500ms, 30s, 1.5s, 2m, 1m30s, 1h; a plain number is milliseconds.\nExit codes: 0 "
+      "ok, 1 not acquired / not held, 2 usage, configuration or "
       "stdout error, 3 no quorum, 4 run: lock lost, 5 status: a node refused.\n");
   Globals g;
   app.add_option("--nodes", g.nodes, "redis[s]://[user:password@]host:port[/db],...")
       ->envname("REDLOCK_NODES");
   app.add_option("--ttl", g.ttl,
                  "lease: acquire and extend 10s by default; run 30s by default, renewed every "
-                 "third of it");
+                 "third of it")
+      ->envname("REDLOCK_TTL");
   app.add_option("--restart-guard", g.restart_guard,
                  "nodes up for less than this (or the ttl, if larger) do not vote (default 0: off)")
       ->envname("REDLOCK_RESTART_GUARD");
-  app.add_option("--prefix", g.prefix, "key prefix (default 'redlock:')");
+  app.add_option("--prefix", g.prefix, "key prefix (default 'redlock:')")
+      ->envname("REDLOCK_PREFIX");
   app.add_option("--connect-timeout", g.connect_timeout, "per node (default 1s)");
   app.add_option("--request-timeout", g.request_timeout, "per request (default 200ms)");
   app.add_option("--retry-count", g.retry_count,
@@ -117,6 +120,24 @@ int main(int argc, char** argv) {
   show->add_option("KEY", key, "resource name")->required();
   bool show_json = false;
   show->add_flag("--json", show_json, "one JSON object on stdout");
+  ListOptions list_options;
+  auto* list = app.add_subcommand(
+      "list", "the locks held under the prefix: holder (by name, never the token), nodes, ttl");
+  list->add_option("PATTERN", list_options.pattern,
+                   "glob over resource names (default *: every lock under the prefix)");
+  list->add_option("--limit", list_options.limit, "list at most this many locks (default 1000)")
+      ->check(CLI::PositiveNumber);
+  list->add_flag("--json", list_options.json, "one JSON object on stdout");
+  BreakOptions break_options;
+  auto* brk = app.add_subcommand(
+      "break",
+      "DANGER: an administrator's release of KEY without its token, for a holder that is gone "
+      "for good; its holder, if alive, keeps running beside the next one. Needs --force");
+  brk->add_option("KEY", key, "resource name")->required();
+  brk->add_flag("--force", break_options.force, "yes, break it (refused without)");
+  brk->add_option("--holder", break_options.holder,
+                  "only if this holder (its name, as show and list print it) still holds it");
+
   RunOptions run_options;
   auto* run = app.add_subcommand(
       "run",
@@ -130,8 +151,12 @@ int main(int argc, char** argv) {
                   "exit code when the lock is held by another (default 1)");
   run->add_option("--kill-after", run_options.kill_after,
                   "SIGKILL the command's process group this long after SIGTERM (default 5s)");
+  std::optional<std::string> shell_command;
+  run->add_option("-c,--command", shell_command,
+                  "run this command line through /bin/sh -c (like flock -c), instead of "
+                  "COMMAND...");
   run->add_option("KEY", key, "resource name")->required();
-  run->add_option("COMMAND", run_options.command, "the command and its arguments")->required();
+  run->add_option("COMMAND", run_options.command, "the command and its arguments");
 
   for (auto* option :
        {app.get_option("--ttl"), app.get_option("--restart-guard"),
@@ -154,8 +179,8 @@ int main(int argc, char** argv) {
     if (app.get_subcommands().empty()) {
       for (const auto& word : app.remaining()) {
         if (word.empty() || word[0] == '-') continue;
-        std::cerr << "redlock: unknown verb '" << word
-                  << "' (verbs: acquire, extend, release, status, show, run; see --help)\n";
+        say("redlock: unknown verb '" + word +
+            "' (verbs: acquire, extend, release, status, show, list, break, run; see --help)");
         return kUsage;
       }
     }
@@ -163,6 +188,15 @@ int main(int argc, char** argv) {
     return kUsage;
   }
   if (run->parsed()) {
+    if (shell_command) {
+      // Like flock -c: the line goes to the shell, and nothing may follow KEY.
+      if (!run_options.command.empty()) {
+        say("redlock: run: -c takes the whole command line; nothing may follow KEY (got '" +
+            run_options.command.front() + "')");
+        return kUsage;
+      }
+      run_options.command = {"/bin/sh", "-c", *shell_command};
+    }
     if (int code = take_legacy_run_options(g, run_options); code != kOk) return code;
   }
 
@@ -181,10 +215,10 @@ int main(int argc, char** argv) {
     }
     g.warnings_in_table = status->parsed();
     auto config = make_config(g);
-    if (show->parsed()) {
+    if (show->parsed() || list->parsed()) {
       std::string message;
       if (redlock::validate(config, message)) usage_error(message);
-      return do_show(g, config, key, show_json);
+      return show->parsed() ? do_show(g, config, key, show_json) : do_list(g, config, list_options);
     }
     redlock::Client client(config);
     if (run->parsed()) return do_run(g, client, key, run_options);
@@ -192,11 +226,12 @@ int main(int argc, char** argv) {
     if (extend->parsed()) return do_extend(g, client, key, token);
     if (release->parsed()) return do_release(g, client, key, token);
     if (status->parsed()) return do_status(g, client, status_json, strict);
+    if (brk->parsed()) return do_break(g, client, key, break_options);
   } catch (const redlock::Error& e) {
-    std::cerr << "redlock: " << e.what() << '\n';
+    say(std::string("redlock: ") + e.what());
     return kUsage;
   } catch (const std::exception& e) {
-    std::cerr << "redlock: " << e.what() << '\n';
+    say(std::string("redlock: ") + e.what());
     return kNoQuorum;
   }
   return kUsage;

@@ -22,6 +22,8 @@
 #include <thread>
 #include <utility>
 
+#include "lock_verbs.hpp"
+
 extern char** environ;
 
 namespace redlock::cli {
@@ -344,8 +346,8 @@ int do_run(const Globals& g, redlock::Client& client, const std::string& key, co
   auto held = hold_cancellable(client, std::move(req), &cancelled_by);
   if (cancelled_by != 0) {
     if (held) (void)held.lock.release();
-    std::cerr << "redlock: waiting for '" << key << "' cancelled by " << signal_name(cancelled_by)
-              << "; the command was not started\n";
+    say("redlock: waiting for '" + key + "' cancelled by " + signal_name(cancelled_by) +
+        "; the command was not started");
     return 128 + cancelled_by;
   }
   if (!held) {
@@ -367,7 +369,7 @@ int do_run(const Globals& g, redlock::Client& client, const std::string& key, co
   std::vector<char*> argv;
   for (const auto& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
-  const std::string cannot_run = "redlock: cannot run '" + o.command[0] + "': ";
+  const std::string cannot_run = "redlock: cannot run '" + printable(o.command[0]) + "': ";
 
 #ifdef PR_SET_CHILD_SUBREAPER
   // Orphans of the command become our children, not init's: we reap them, so that a process
@@ -442,8 +444,8 @@ int do_run(const Globals& g, redlock::Client& client, const std::string& key, co
     }
     if (!lost && (sig == kLostSignal || !lock.valid())) {
       lost = true;
-      std::cerr << "redlock: lock on '" << key << "' lost (" << lock.lost_flag().reason().message()
-                << "): terminating the command\n";
+      say("redlock: lock on '" + key + "' lost (" + lock.lost_flag().reason().message() +
+          "): terminating the command");
       end_group();
     }
     for (int i = 0; i < 1000; ++i) {  // reap every child that has news
@@ -486,7 +488,7 @@ int do_run(const Globals& g, redlock::Client& client, const std::string& key, co
   stop_sentinel(sentinel);
   auto r = lock.release();
   if (r)
-    diag(g, "released '" + key + "'; votes " + r.votes.to_string());
+    diag(g, "released '" + key + "': " + release_summary(r) + "; votes " + r.votes.to_string());
   else if (!lost)
     diag(g, "release of '" + key + "': " + r.message());
   return lost ? kLost : exit_status_of(status);
@@ -507,9 +509,9 @@ int take_legacy_run_options(const Globals& g, RunOptions& o) {
     bool known = name == "--wait" || name == "-w" || name == "--kill-after" ||
                  name == "--conflict-exit-code" || name == "-E";
     if (!known || (!inline_value && cmd.size() < 2)) {
-      std::cerr << "redlock: run: '" << word
-                << "' after KEY: options go before KEY, everything after KEY is the command "
-                   "(redlock [OPTIONS] run [OPTIONS] KEY COMMAND...)\n";
+      say("redlock: run: '" + word +
+          "' after KEY: options go before KEY, everything after KEY is the command "
+          "(redlock [OPTIONS] run [OPTIONS] KEY COMMAND...)");
       return kUsage;
     }
     value = inline_value ? word.substr(eq + 1) : cmd[1];
@@ -524,7 +526,7 @@ int take_legacy_run_options(const Globals& g, RunOptions& o) {
         o.conflict_exit_code = std::stoi(value, &used);
         if (used != value.size()) throw std::invalid_argument(value);
       } catch (const std::exception&) {
-        std::cerr << "redlock: run: " << name << ": '" << value << "' is not a number\n";
+        say("redlock: run: " + name + ": '" + value + "' is not a number");
         return kUsage;
       }
     }

@@ -88,15 +88,31 @@ void read_node(NodeConnection& conn, const std::string& lock_key, NodeView& v) {
     v.notes.push_back("the turns' key holds a " + turns_type + ", not a hash");
   }
   auto [others, others_type] = aux(conn, lock_key, redlock::detail::kOthers, v);
-  if (others_type == "set" || others_type == "zset") {
-    auto r = others_type == "set" ? must(conn, {"SMEMBERS", others})
-                                  : must(conn, {"ZRANGE", others, "0", "-1"});
+  if (others_type == "zset") {
+    // A sign-up's score is when it lapses (acquire.lua, SIGN_UP): a lapsed one is a waiter that
+    // left (its wait ran out, or it crashed) whose entry the next script run prunes.
+    auto r = must(conn, {"ZRANGE", others, "0", "-1", "WITHSCORES"});
+    for (std::size_t i = 0; i + 1 < r->elements; i += 2) {
+      long long ends = 0;
+      try {
+        ends = std::stoll(text_of(r->element[i + 1]));
+      } catch (const std::exception&) {
+      }
+      if (ends > node_ms) v.others.push_back(digest(text_of(r->element[i])));
+    }
+    std::sort(v.others.begin(), v.others.end());
+  } else if (others_type == "set") {  // the sign-ups of older scripts, without a lapse time
+    auto r = must(conn, {"SMEMBERS", others});
     for (std::size_t i = 0; i < r->elements; ++i)
       v.others.push_back(digest(text_of(r->element[i])));
     std::sort(v.others.begin(), v.others.end());
   } else if (others_type != "none") {
     v.notes.push_back("the others' key holds a " + others_type);
   }
+  // The mark stays on the holder's token after the last waiter left (its wait ran out): it is
+  // "waited for" only while somebody still stands in line or is signed up for it.
+  v.marked = v.waited_for;
+  v.waited_for = v.marked && (!v.line.empty() || !v.others.empty());
   auto [fence, fence_type] = aux(conn, lock_key, redlock::detail::kFence, v);
   if (fence_type == "string")
     v.fence = text_of(must(conn, {"GET", fence}).get());
@@ -192,6 +208,7 @@ bool print_views(const std::string& resource, const std::string& lock_key,
       o += ",\"type\":" + json_string(v.type);
       o += ",\"holder\":" + (v.type == "string" ? json_string(v.holder) : std::string("null"));
       o += ",\"waited_for\":" + std::string(v.waited_for ? "true" : "false");
+      o += ",\"marked\":" + std::string(v.marked ? "true" : "false");
       o += ",\"ttl_ms\":" + std::to_string(v.ttl_ms);
       o += ",\"line\":[";
       for (std::size_t j = 0; j < v.line.size(); ++j)
@@ -215,21 +232,22 @@ bool print_views(const std::string& resource, const std::string& lock_key,
     return std::fflush(stdout) == 0 && !std::ferror(stdout);
   }
 
-  std::printf("%s (key %s)\n", resource.c_str(), lock_key.c_str());
+  std::printf("%s (key %s)\n", printable(resource).c_str(), printable(lock_key).c_str());
   for (const auto& v : views) {
     if (!v.read) {
-      std::printf("  %-26s not read: %s\n", v.address.c_str(), v.error.c_str());
+      std::printf("  %-26s not read: %s\n", printable(v.address).c_str(),
+                  printable(v.error).c_str());
       continue;
     }
     if (v.type == "none")
-      std::printf("  %-26s free", v.address.c_str());
+      std::printf("  %-26s free", printable(v.address).c_str());
     else if (v.type == "string")
-      std::printf("  %-26s held by %s, %s left%s", v.address.c_str(), v.holder.c_str(),
+      std::printf("  %-26s held by %s, %s left%s", printable(v.address).c_str(), v.holder.c_str(),
                   ttl_text(v.ttl_ms).c_str(), v.waited_for ? ", waited for" : "");
     else
-      std::printf("  %-26s NOT A LOCK: the key holds a %s (%s)", v.address.c_str(), v.type.c_str(),
-                  ttl_text(v.ttl_ms).c_str());
-    std::printf("; fence %s\n", v.fence.empty() ? "-" : v.fence.c_str());
+      std::printf("  %-26s NOT A LOCK: the key holds a %s (%s)", printable(v.address).c_str(),
+                  v.type.c_str(), ttl_text(v.ttl_ms).c_str());
+    std::printf("; fence %s\n", v.fence.empty() ? "-" : printable(v.fence).c_str());
     if (!v.line.empty()) {
       std::printf("    line:");
       for (const auto& w : v.line) std::printf(" %s", w.name.c_str());
@@ -240,7 +258,7 @@ bool print_views(const std::string& resource, const std::string& lock_key,
                   t.left_ms < 0 ? -t.left_ms : t.left_ms, t.left_ms < 0 ? "overdue" : "left");
     if (!v.others.empty())
       std::printf("    waiting for several keys: %zu client(s)\n", v.others.size());
-    for (const auto& n : v.notes) std::printf("    note: %s\n", n.c_str());
+    for (const auto& n : v.notes) std::printf("    note: %s\n", printable(n).c_str());
   }
   if (read < quorum)
     std::printf("%zu of %zu nodes read: no quorum (%zu)\n", read, views.size(), quorum);

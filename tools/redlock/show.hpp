@@ -32,7 +32,8 @@ struct NodeView {
 
   std::string type = "none";        // TYPE of the lock key: "none", "string" (a lock), or another
   std::string holder;               // the holder's name (type "string")
-  bool waited_for = false;          // its token is marked: somebody waits for the lock
+  bool marked = false;              // its token is marked: a waiter asked for the lock once
+  bool waited_for = false;          // marked, and somebody still stands in line or is signed up
   long long ttl_ms = -2;            // PTTL of the lock key (-1: none, -2: no key)
   std::vector<Waiter> line;         // in order of place
   std::vector<Turn> turns;          // turns that began

@@ -1,0 +1,220 @@
+// The `redlock` tool's honest output and the verbs operators of flock, etcdctl and consul expect
+// (issue 34): control bytes escaped, a release that says what the quorum confirmed, `show`
+// without waiters that left, `list`, a guarded `break`, `run -c`, compound durations and the
+// environment variables for --prefix and --ttl. Real redis-servers; the CLI as a process.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include <string>
+#include <vector>
+
+#include "redis_server.hpp"
+
+namespace redlock::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+ProcessResult cli(std::vector<std::string> args, std::vector<std::string> env = {}) {
+  args.insert(args.begin(), REDLOCK_CLI_PATH);
+  return run_process(args, env);
+}
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// True when `text` holds a raw control byte other than the line feeds that end lines.
+bool raw_control(const std::string& text) {
+  for (char c : text) {
+    auto u = static_cast<unsigned char>(c);
+    if ((u < 0x20 && u != '\n') || u == 0x7f) return true;
+  }
+  return false;
+}
+
+class CliVerbs : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (int sig : {SIGINT, SIGQUIT, SIGHUP, SIGTERM}) ::signal(sig, SIG_DFL);
+  }
+  // The name acquire.lua gives the holder of `token`, worked out by a node itself.
+  std::string name_of(const std::string& token) {
+    return cluster[0].command(
+        {"EVAL", "return string.sub(redis.sha1hex(ARGV[1]), 1, 16)", "0", token});
+  }
+  std::string acquire(const std::string& key, std::vector<std::string> more = {}) {
+    std::vector<std::string> args = {"--nodes", nodes, "--no-persistence-warning"};
+    args.insert(args.end(), more.begin(), more.end());
+    args.insert(args.end(), {"acquire", key});
+    auto r = cli(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::string token = r.out;
+    while (!token.empty() && (token.back() == '\n' || token.back() == ' ')) token.pop_back();
+    return token;
+  }
+  long long pttl(const std::string& key) { return std::stoll(cluster[0].command({"PTTL", key})); }
+
+  RedisCluster cluster{3};
+  std::string nodes = cluster.node_list();
+};
+
+TEST_F(CliVerbs, ControlBytesInANameAreEscapedInEveryVerbsText) {
+  const std::string key = "a\x1b[2Jb\rc\nd\x7f";
+  const std::string shown = "a\\x1b[2Jb\\rc\\nd\\x7f";
+  auto token = acquire(key);
+  ASSERT_FALSE(token.empty());
+  for (const std::vector<std::string>& verb : {std::vector<std::string>{"show", key},
+                                               {"list"},
+                                               {"extend", key, token},
+                                               {"release", key, token},
+                                               {"acquire", key},
+                                               {"break", key}}) {
+    std::vector<std::string> args = {"--nodes", nodes};
+    args.insert(args.end(), verb.begin(), verb.end());
+    auto r = cli(args);
+    EXPECT_FALSE(raw_control(r.out)) << verb[0] << ": " << r.out;
+    EXPECT_FALSE(raw_control(r.err)) << verb[0] << ": " << r.err;
+    EXPECT_TRUE(has(r.out + r.err, shown)) << verb[0] << ": " << r.out << r.err;
+  }
+}
+
+TEST_F(CliVerbs, ReleaseSaysWhatTheQuorumConfirmedAndWhatWasStillPending) {
+  auto token = acquire("rel");
+  cluster[2].pause();  // its answer cannot come before the quorum's
+  auto r = cli({"--nodes", nodes, "--request-timeout", "2s", "release", "rel", token});
+  cluster[2].resume();
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(has(r.err, "deleted on 2 of 3 node(s), quorum 2 confirmed")) << r.err;
+  EXPECT_TRUE(has(r.err, "1 still pending")) << r.err;
+  EXPECT_FALSE(has(r.err, "released 'rel' on 2 node(s)")) << r.err;
+  EXPECT_EQ(cluster[0].command({"EXISTS", "redlock:rel"}), "0");
+  EXPECT_EQ(cluster[1].command({"EXISTS", "redlock:rel"}), "0");
+}
+
+TEST_F(CliVerbs, ShowSaysWaitedForOnlyWhileAWaiterIsThere) {
+  auto token = acquire("w");
+  {
+    Process waiter({REDLOCK_CLI_PATH, "--nodes", nodes, "-q", "acquire", "w", "--wait", "1500ms"});
+    EXPECT_TRUE(eventually(
+        [&] {
+          return has(cli({"--nodes", nodes, "show", "w"}).out, "waited for");
+        },
+        5s));
+    auto gone = waiter.wait(10s);
+    EXPECT_EQ(gone.exit_code, 1) << gone.err;  // its wait ran out
+  }
+  // The mark stays on the holder's token; nobody waits any more.
+  auto json = cli({"--nodes", nodes, "show", "w", "--json"});
+  EXPECT_TRUE(has(json.out, "\"marked\":true")) << json.out;
+  EXPECT_FALSE(has(json.out, "\"waited_for\":true")) << json.out;
+  EXPECT_FALSE(has(cli({"--nodes", nodes, "show", "w"}).out, "waited for"));
+  EXPECT_EQ(cli({"--nodes", nodes, "release", "w", token}).exit_code, 0);
+}
+
+TEST_F(CliVerbs, ListShowsHeldLocksByHolderNameAndNeverATokenOrAnAuxiliaryKey) {
+  auto a = acquire("jobs:a", {"--ttl", "1m"});
+  auto fenced = cli({"--nodes", nodes, "-q", "acquire", "jobs:b", "--fencing"});
+  ASSERT_EQ(fenced.exit_code, 0) << fenced.err;  // a fence counter beside it: not a lock
+  auto b = fenced.out.substr(0, fenced.out.find(' '));
+  auto c = acquire("other");
+  cluster[0].command({"SET", "redlock:minority", "x", "PX", "60000"});
+  cluster[1].command({"HSET", "redlock:hash", "f", "v"});  // another program's key
+
+  auto r = cli({"--nodes", nodes, "list"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  for (const auto& t : {a, b, c}) EXPECT_FALSE(has(r.out, t)) << r.out;
+  EXPECT_TRUE(has(r.out, name_of(a))) << r.out;
+  EXPECT_TRUE(has(r.out, name_of(b))) << r.out;
+  EXPECT_TRUE(has(r.out, "3/3")) << r.out;
+  EXPECT_TRUE(has(r.out, "(minority)")) << r.out;
+  EXPECT_FALSE(has(r.out, "hash")) << r.out;
+  EXPECT_FALSE(has(r.out, "fence")) << r.out;
+  EXPECT_TRUE(has(r.out, "3 lock(s) held on a quorum")) << r.out;
+
+  auto only = cli({"--nodes", nodes, "list", "jobs:*", "--json"});
+  EXPECT_EQ(only.exit_code, 0) << only.err;
+  EXPECT_TRUE(has(only.out, "\"resource\":\"jobs:a\"")) << only.out;
+  EXPECT_TRUE(has(only.out, "\"resource\":\"jobs:b\"")) << only.out;
+  EXPECT_FALSE(has(only.out, "other")) << only.out;
+  EXPECT_TRUE(has(only.out, "\"holder\":\"" + name_of(a) + "\"")) << only.out;
+
+  auto cut = cli({"--nodes", nodes, "list", "--limit", "1"});
+  EXPECT_TRUE(has(cut.out, "cut at 1")) << cut.out;
+
+  cluster[0].stop();
+  cluster[1].stop();
+  EXPECT_EQ(cli({"--nodes", nodes, "list"}).exit_code, 3);
+}
+
+TEST_F(CliVerbs, BreakIsGuardedAndRemovesOnlyTheHolderItRead) {
+  auto token = acquire("stuck");
+  const std::string name = name_of(token);
+
+  auto refused = cli({"--nodes", nodes, "break", "stuck"});
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_TRUE(has(refused.err, "--force")) << refused.err;
+  EXPECT_EQ(cluster.count_holding("redlock:stuck", token), 3u);
+
+  auto other = cli({"--nodes", nodes, "break", "stuck", "--force", "--holder", "0123456789abcdef"});
+  EXPECT_EQ(other.exit_code, 1) << other.err;
+  EXPECT_EQ(cluster.count_holding("redlock:stuck", token), 3u);
+
+  auto r = cli({"--nodes", nodes, "break", "stuck", "--force", "--holder", name});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(has(r.err, "broke 'stuck': holder " + name)) << r.err;
+  EXPECT_FALSE(has(r.err + r.out, token));
+  EXPECT_TRUE(eventually([&] { return cluster.count_existing("redlock:stuck") == 0; }, 5s));
+  EXPECT_EQ(cli({"--nodes", nodes, "break", "stuck", "--force"}).exit_code, 1);
+
+  // A key of another type is not a lock: left as it is.
+  for (std::size_t i = 0; i < 3; ++i) cluster[i].command({"HSET", "redlock:h", "f", "v"});
+  EXPECT_EQ(cli({"--nodes", nodes, "break", "h", "--force"}).exit_code, 1);
+  EXPECT_EQ(cluster.count_existing("redlock:h"), 3u);
+}
+
+TEST_F(CliVerbs, RunDashCRunsTheLineThroughTheShell) {
+  auto r = cli({"--nodes", nodes, "-q", "run", "-c",
+                "echo $((40 + 2)) \"$REDLOCK_TOKEN\" | wc -w; exit 7", "sh"});
+  EXPECT_EQ(r.exit_code, 7) << r.err;
+  EXPECT_EQ(r.out, "2\n");
+  EXPECT_EQ(cluster.count_existing("redlock:sh"), 0u);
+  auto both = cli({"--nodes", nodes, "run", "-c", "true", "sh", "extra"});
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_TRUE(has(both.err, "-c")) << both.err;
+}
+
+TEST_F(CliVerbs, CompoundDurationsAreReadAsGoReadsThem) {
+  acquire("d1", {"--ttl", "1m30s"});
+  EXPECT_GT(pttl("redlock:d1"), 80'000);
+  EXPECT_LE(pttl("redlock:d1"), 90'000);
+  acquire("d2", {"--ttl", "1.5s"});
+  EXPECT_GT(pttl("redlock:d2"), 1'000);
+  EXPECT_LE(pttl("redlock:d2"), 1'500);
+  acquire("d3", {"--ttl", "1h0m2.5s"});
+  EXPECT_GT(pttl("redlock:d3"), 3'600'000);
+  for (const std::string bad : {"1m30", "1.5ms", "1x", "", "1s-2s", ".s", "m"}) {
+    auto r = cli({"--nodes", nodes, "--ttl", bad, "acquire", "d4"});
+    EXPECT_EQ(r.exit_code, 2) << "'" << bad << "' " << r.err;
+    EXPECT_TRUE(has(r.err, "--ttl")) << "'" << bad << "' " << r.err;
+  }
+  EXPECT_EQ(cluster.count_existing("redlock:d4"), 0u);
+}
+
+TEST_F(CliVerbs, PrefixAndTtlComeFromTheEnvironmentAndAFlagWins) {
+  auto r = cli({"--nodes", nodes, "acquire", "e"}, {"REDLOCK_PREFIX=app:", "REDLOCK_TTL=1m"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(cluster.count_existing("app:e"), 3u);
+  EXPECT_GT(pttl("app:e"), 50'000);
+  auto flag = cli({"--nodes", nodes, "--prefix", "cli:", "--ttl", "5s", "acquire", "e"},
+                  {"REDLOCK_PREFIX=app:", "REDLOCK_TTL=1m"});
+  EXPECT_EQ(flag.exit_code, 0) << flag.err;
+  EXPECT_EQ(cluster.count_existing("cli:e"), 3u);
+  EXPECT_LE(pttl("cli:e"), 5'000);
+  auto bad = cli({"--nodes", nodes, "acquire", "e"}, {"REDLOCK_TTL=soon"});
+  EXPECT_EQ(bad.exit_code, 2);
+}
+
+}  // namespace
+}  // namespace redlock::test
