@@ -306,6 +306,13 @@ void Node::fail_unsent(const Pending& p, const char* why) {
   keep_orphan(*p.command);
   NodeReply out;
   out.error = make_error_code(Errc::request_timeout);
+  // When the last attempt ended with an answer that rules the node out (a TLS failure, AUTH
+  // refused, a replica), that is the cause: the command waits for an attempt that will likely
+  // end the same way. A timeout or a lost connection says no more than the timeout itself.
+  const auto& e = last_error_;
+  if (e && e != Errc::not_connected && e != Errc::connect_failed && e != Errc::connect_timeout &&
+      e != Errc::connection_lost && e != Errc::request_timeout)
+    out.error = e;
   std::string detail = "not sent within " + ms_text(config_.request_timeout) + ": " + why;
   out.detail = detail;
   out.latency = since(p.sent_ns);
@@ -756,8 +763,34 @@ void Node::on_connect_timer(uv_timer_t* timer) {
     return;
   }
   if (self->current_ == nullptr || self->current_->open) return;
+  // Connected, but the TLS handshake did not end: most often a rediss:// address on a port that
+  // speaks plain text, which answers nothing to a TLS hello. Named as TLS, not as a timeout.
+  if (self->address_.tls && self->current_->transport->connected()) {
+    self->close_current(make_error_code(Errc::tls_handshake_failed),
+                        "TLS handshake not finished within " +
+                            ms_text(self->config_.connect_timeout) + " (is port " +
+                            std::to_string(self->address_.port) + " a TLS port?)");
+    return;
+  }
   self->close_current(make_error_code(Errc::connect_timeout),
                       "no connection within " + ms_text(self->config_.connect_timeout));
+}
+
+// Why a command that waited for a session was not sent: what the connection was doing.
+std::string Node::not_ready_reason() const {
+  std::string why = "no connection to the node was ready";
+  if (current_ != nullptr && !current_->closed) {
+    if (!current_->open && address_.tls && current_->transport->connected())
+      why += ": its TLS handshake had not finished (is port " + std::to_string(address_.port) +
+             " a TLS port?)";
+    else if (!current_->open)
+      why += address_.tls ? ": TCP connect (then TLS) still under way" : ": still connecting";
+    else
+      why += ": AUTH, SELECT or INFO not answered yet";
+  }
+  if (last_error_ && last_error_ != Errc::not_connected)
+    why += "; last attempt: " + last_error_.message() + ": " + last_error_detail_;
+  return why;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -822,7 +855,10 @@ void Node::check_timeouts() {
                     "connection closed after a request timed out");
   }
   for (auto& p : held_) arm_request_timer(p.deadline_ms);
-  for (auto& p : late) fail_unsent(p, "no connection to the node was ready");
+  if (!late.empty()) {
+    const std::string why = not_ready_reason();
+    for (auto& p : late) fail_unsent(p, why.c_str());
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

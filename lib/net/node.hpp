@@ -210,6 +210,7 @@ class Node {
   // of the name at once, or back-off.
   void connection_gone(std::error_code reason, std::string detail);
   void arm_request_timer(std::uint64_t deadline_ms);
+  std::string not_ready_reason() const;
   void note_error(std::error_code ec, std::string detail);
   std::uint64_t request_deadline() const;
 

@@ -91,6 +91,9 @@ class Transport final : private BytePump::Stream {
   std::string& output() noexcept { return plain_out_; }
   void flush_soon();
 
+  // True once the TCP connection is made (a TLS handshake may still be under way).
+  bool connected() const noexcept { return connected_; }
+
   // Stops every callback but on_transport_closed(); frees the object later. Safe from inside
   // a TransportEvents call.
   void close();

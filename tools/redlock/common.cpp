@@ -2,8 +2,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -118,6 +120,39 @@ void warn_fault_tolerance(const Globals& g, std::size_t n) {
            "); use an odd number of nodes");
 }
 
+// TLS options with no TLS node would be ignored, and the lock taken in plain text by a user who
+// believes it is encrypted (most often a redis:// left where rediss:// was meant): an error.
+// A named file that cannot be read is one too, before any node is asked.
+void check_tls_options(const Globals& g, const redlock::Config& c) {
+  const auto& t = g.tls_options;
+  const std::pair<const char*, const std::string*> files[] = {
+      {"--cacert", &t.ca_file}, {"--cert", &t.cert_file}, {"--key", &t.key_file}};
+  std::string given;
+  for (const auto& [name, value] : files)
+    if (!value->empty()) given += std::string(given.empty() ? "" : ", ") + name;
+  if (!t.ca_dir.empty()) given += std::string(given.empty() ? "" : ", ") + "--cacertdir";
+  if (!t.server_name.empty()) given += std::string(given.empty() ? "" : ", ") + "--sni";
+  if (t.insecure_skip_verify) given += std::string(given.empty() ? "" : ", ") + "--insecure";
+  if (given.empty()) return;
+  std::string invalid;
+  if (redlock::validate(c, invalid)) return;  // its own message first (e.g. --cert without --key)
+  const bool any_tls =
+      std::any_of(c.nodes.begin(), c.nodes.end(), [](const NodeAddress& n) { return n.tls; });
+  if (!any_tls)
+    throw redlock::Error(make_error_code(Errc::invalid_config),
+                         given +
+                             " given, but no node is TLS: list the nodes as rediss://, or "
+                             "add --tls (or drop " +
+                             given + ")");
+  for (const auto& [name, value] : files)
+    if (!value->empty() && ::access(value->c_str(), R_OK) != 0)
+      throw redlock::Error(make_error_code(Errc::invalid_config),
+                           std::string(name) + " " + *value + ": " + std::strerror(errno));
+  if (!t.ca_dir.empty() && ::access(t.ca_dir.c_str(), R_OK | X_OK) != 0)
+    throw redlock::Error(make_error_code(Errc::invalid_config),
+                         "--cacertdir " + t.ca_dir + ": " + std::strerror(errno));
+}
+
 }  // namespace
 
 redlock::Config make_config(const Globals& g) {
@@ -145,6 +180,7 @@ redlock::Config make_config(const Globals& g) {
   c.tls = g.tls_options;
   if (g.tls)
     for (auto& node : c.nodes) node.tls = true;
+  check_tls_options(g, c);
   warn_fault_tolerance(g, c.nodes.size());
   return c;
 }

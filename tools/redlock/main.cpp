@@ -1,7 +1,7 @@
 // redlock: the command-line face of redlock-cpp, for shell scripts and operators. This file
 // reads the command line and hands each verb to its file: lock_verbs (acquire, extend,
-// release), run, status, show. Exit codes: common.hpp. Only the token (acquire), the status
-// table and show's view go to stdout; every diagnostic goes to stderr.
+// release), run, status, show, list, break (admin_verbs). Exit codes: common.hpp. Only the token
+// (acquire), the status table and show's view go to stdout; every diagnostic goes to stderr.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
   app.footer(
       "Durations: 500ms, 30s, 1.5s, 2m, 1m30s, 1h; a plain number is milliseconds.\nExit codes: 0 "
       "ok, 1 not acquired / not held, 2 usage, configuration or "
-      "stdout error, 3 no quorum, 4 run: lock lost, 5 status: a node refused.\n");
+      "stdout error, 3 no quorum, 4 run: lock lost, 5 status: a node cannot vote.\n");
   Globals g;
   app.add_option("--nodes", g.nodes, "redis[s]://[user:password@]host:port[/db],...")
       ->envname("REDLOCK_NODES");
@@ -108,11 +108,15 @@ int main(int argc, char** argv) {
   release->add_option("TOKEN", token, "token printed by acquire")->required();
   auto* status = app.add_subcommand(
       "status",
-      "reachability, round trip and version per node; exit 3 without a quorum, 5 "
-      "when a node is refused");
-  bool status_json = false, strict = false;
-  status->add_flag("--json", status_json, "one JSON object on stdout");
-  status->add_flag("--strict", strict, "exit 5 also when a node's persistence can forget a lock");
+      "per node: can it vote, round trip, version; exit 3 when fewer than a quorum vote, 5 "
+      "when any node cannot vote (refused, down)");
+  StatusOptions status_options;
+  status->add_flag("--json", status_options.json, "one JSON object on stdout");
+  status->add_flag("--strict", status_options.strict,
+                   "exit 5 also when a node's persistence can forget a lock");
+  status->add_flag("--allow-down", status_options.allow_down,
+                   "exit 0 while a quorum votes although a node is down (unreachable); a refused "
+                   "node still fails");
   auto* show = app.add_subcommand(
       "show",
       "each node's view of KEY: holder (by name, never the token), ttl, waiters, turn, "
@@ -225,7 +229,7 @@ int main(int argc, char** argv) {
     if (acquire->parsed()) return do_acquire(g, client, key, acquire_wait, fencing);
     if (extend->parsed()) return do_extend(g, client, key, token);
     if (release->parsed()) return do_release(g, client, key, token);
-    if (status->parsed()) return do_status(g, client, status_json, strict);
+    if (status->parsed()) return do_status(g, client, status_options);
     if (brk->parsed()) return do_break(g, client, key, break_options);
   } catch (const redlock::Error& e) {
     say(std::string("redlock: ") + e.what());

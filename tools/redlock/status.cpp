@@ -3,33 +3,58 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <iostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "show.hpp"
 
 namespace redlock::cli {
 
-namespace {
-
-bool is_refusal(std::error_code ec) {
-  return ec == Errc::node_not_master || ec == Errc::duplicate_node || ec == Errc::node_restarting;
+VoteState vote_state(bool up, std::error_code error) {
+  if (up) return VoteState::up;
+  // Nothing answered in time, or the connection would not stay: the node may be fine and the
+  // network not, or it is gone. Everything else is an answer that rules the node out.
+  if (error == Errc::not_connected || error == Errc::connect_failed ||
+      error == Errc::connect_timeout || error == Errc::request_timeout ||
+      error == Errc::connection_lost || error == Errc::redis_loading || error == Errc::redis_busy ||
+      error == Errc::shutting_down)
+    return VoteState::down;
+  return VoteState::refused;
 }
 
-}  // namespace
+const char* to_string(VoteState s) {
+  switch (s) {
+    case VoteState::up:
+      return "up";
+    case VoteState::refused:
+      return "refused";
+    case VoteState::down:
+      return "down";
+  }
+  return "down";
+}
 
-// One row per node. Exit 3 without a quorum; 5 when a node is refused (a replica, a Cluster
-// node, one server listed twice, a node restarting under the restart guard), and with
-// --strict also when a node's persistence can forget a lock; else 0.
-int do_status(const Globals& g, redlock::Client& client, bool json, bool strict) {
+// One row per node; a summary whose margin counts the nodes that vote against the quorum.
+int do_status(const Globals& g, redlock::Client& client, const StatusOptions& o) {
+  const auto started = Clock::now();
   auto rows = client.status();
-  std::size_t up = 0, refused = 0, forgetful = 0;
+  // A row that timed out before its node's connection attempt ended says only that: ask once
+  // more when the attempt must have ended (connect timeout), so that its cause (a TLS handshake
+  // that never finishes, a refused AUTH) is the row's, not a timeout.
+  const auto settled = started + client.config().connect_timeout + Milliseconds(50);
+  for (const auto& row : rows)
+    if (!row.up && row.error == Errc::request_timeout) {
+      std::this_thread::sleep_until(settled);
+      rows = client.status();
+      break;
+    }
+  std::size_t voting = 0, refused = 0, down = 0, forgetful = 0;
   const std::size_t quorum = rows.size() / 2 + 1;
   std::string out;
   char line[512];
-  if (!json) {
-    std::snprintf(line, sizeof line, "%-28s %-5s %10s  %-10s %s\n", "NODE", "STATE", "RTT",
+  if (!o.json) {
+    std::snprintf(line, sizeof line, "%-28s %-7s %10s  %-10s %s\n", "NODE", "STATE", "RTT",
                   "VERSION", "DETAIL");
     out += line;
   } else {
@@ -37,15 +62,17 @@ int do_status(const Globals& g, redlock::Client& client, bool json, bool strict)
   }
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto& row = rows[i];
-    if (row.up) ++up;
-    if (!row.up && is_refusal(row.error)) ++refused;
+    const VoteState state = vote_state(row.up, row.error);
+    voting += state == VoteState::up ? 1 : 0;
+    refused += state == VoteState::refused ? 1 : 0;
+    down += state == VoteState::down ? 1 : 0;
     std::vector<std::string> warnings;
     bool forgets = false;
     for (const auto& w : row.warnings) {
       bool persistence = WarningPrinter::is_persistence(w);
       forgets = forgets || persistence;
       if (persistence && g.no_persistence_warning) continue;
-      warnings.push_back(json || !persistence ? w : WarningPrinter::condensed(w));
+      warnings.push_back(o.json || !persistence ? w : WarningPrinter::condensed(w));
     }
     if (forgets && !g.no_persistence_warning) ++forgetful;
     std::string code;
@@ -53,9 +80,11 @@ int do_status(const Globals& g, redlock::Client& client, bool json, bool strict)
       code = row.error.category() == redlock::error_category()
                  ? redlock::errc_name(static_cast<Errc>(row.error.value()))
                  : row.error.message();
-    if (json) {
+    if (o.json) {
       if (i > 0) out += ',';
-      out += "{\"node\":" + json_string(row.address) + ",\"up\":" + (row.up ? "true" : "false");
+      out += "{\"node\":" + json_string(row.address) + ",\"state\":\"" + to_string(state) +
+             "\",\"votes\":" + (state == VoteState::up ? "true" : "false") +
+             ",\"up\":" + (row.up ? "true" : "false");
       out += ",\"rtt_ms\":";
       if (row.up) {
         std::snprintf(line, sizeof line, "%.3f", static_cast<double>(row.round_trip.count()) / 1e3);
@@ -68,7 +97,7 @@ int do_status(const Globals& g, redlock::Client& client, bool json, bool strict)
       out += ",\"error\":" + (row.up || code.empty() ? std::string("null") : json_string(code));
       out += ",\"detail\":" +
              (row.up || row.detail.empty() ? std::string("null") : json_string(row.detail));
-      out += ",\"refused\":" + std::string(!row.up && is_refusal(row.error) ? "true" : "false");
+      out += ",\"refused\":" + std::string(state == VoteState::refused ? "true" : "false");
       out += ",\"persistence_forgets\":" + std::string(forgets ? "true" : "false");
       out += ",\"warnings\":[";
       for (std::size_t j = 0; j < warnings.size(); ++j)
@@ -84,36 +113,41 @@ int do_status(const Globals& g, redlock::Client& client, bool json, bool strict)
       detail = code;
       if (!row.detail.empty()) detail += ": " + row.detail;
     }
-    std::snprintf(line, sizeof line, "%-28s %-5s %10s  %-10s ", row.address.c_str(),
-                  row.up ? "up" : "down", rtt,
-                  row.server_version.empty() ? "-" : row.server_version.c_str());
-    out += line + detail + "\n";
-    for (const auto& warning : warnings) out += "  warning: " + warning + "\n";
+    std::snprintf(line, sizeof line, "%-28s %-7s %10s  %-10s ", printable(row.address).c_str(),
+                  to_string(state), rtt,
+                  row.server_version.empty() ? "-" : printable(row.server_version).c_str());
+    out += line + printable(detail) + "\n";
+    for (const auto& warning : warnings) out += "  warning: " + printable(warning) + "\n";
   }
-  int code = up < quorum ? kNoQuorum : (refused > 0 || (strict && forgetful > 0)) ? kRefused : kOk;
-  if (json) {
-    out += "],\"up\":" + std::to_string(up) + ",\"total\":" + std::to_string(rows.size()) +
-           ",\"quorum\":" + std::to_string(quorum) +
-           ",\"tolerates\":" + std::to_string((rows.size() - 1) / 2) +
-           ",\"quorum_reachable\":" + (up >= quorum ? "true" : "false") +
-           ",\"refused\":" + std::to_string(refused) +
+  // The margin: how many more voting nodes may fail before no lock can be granted.
+  const std::size_t tolerates = voting >= quorum ? voting - quorum : 0;
+  const bool fails = refused > 0 || (down > 0 && !o.allow_down) || (o.strict && forgetful > 0);
+  int code = voting < quorum ? kNoQuorum : fails ? kRefused : kOk;
+  if (o.json) {
+    out += "],\"voting\":" + std::to_string(voting) + ",\"up\":" + std::to_string(voting) +
+           ",\"total\":" + std::to_string(rows.size()) + ",\"quorum\":" + std::to_string(quorum) +
+           ",\"tolerates\":" + std::to_string(tolerates) +
+           ",\"quorum_reachable\":" + (voting >= quorum ? "true" : "false") +
+           ",\"refused\":" + std::to_string(refused) + ",\"down\":" + std::to_string(down) +
            ",\"persistence_forgets\":" + std::to_string(forgetful) +
            ",\"exit_code\":" + std::to_string(code) + "}\n";
   } else {
-    std::snprintf(line, sizeof line, "%zu of %zu nodes up; quorum %zu %s", up, rows.size(), quorum,
-                  up >= quorum ? "reachable" : "NOT reachable");
+    std::snprintf(line, sizeof line, "%zu of %zu nodes vote; quorum %zu %s", voting, rows.size(),
+                  quorum, voting >= quorum ? "reachable" : "NOT reachable");
     out += line;
-    const std::size_t tolerated = (rows.size() - 1) / 2;
-    out += "; tolerates " + std::to_string(tolerated) + " failure" + (tolerated == 1 ? "" : "s");
+    if (voting >= quorum)
+      out += "; tolerates " + std::to_string(tolerates) + " more failure" +
+             (tolerates == 1 ? "" : "s");
     if (refused > 0) out += "; " + std::to_string(refused) + " refused";
+    if (down > 0) out += "; " + std::to_string(down) + " down";
     if (forgetful > 0)
       out += "; " + std::to_string(forgetful) + " whose persistence can forget a lock";
-    if (!g.no_persistence_warning && forgetful > 0 && !strict)
+    if (!g.no_persistence_warning && forgetful > 0 && !o.strict)
       out += " (--no-persistence-warning hides this)";
     out += "\n";
   }
   if (!write_stdout(out)) {
-    std::cerr << "redlock: cannot write to stdout: " << std::strerror(errno) << '\n';
+    say(std::string("redlock: cannot write to stdout: ") + std::strerror(errno));
     return kUsage;
   }
   return code;

@@ -1,0 +1,122 @@
+// `redlock status` as a health check that tells the truth (issue 34): it fails whenever a node
+// cannot vote, its summary counts the nodes that vote against the quorum, its text and JSON
+// classify each node the same way, and TLS faults are named as TLS by every verb.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "redis_server.hpp"
+
+namespace redlock::test {
+namespace {
+
+ProcessResult cli(std::vector<std::string> args, std::vector<std::string> env = {}) {
+  args.insert(args.begin(), REDLOCK_CLI_PATH);
+  return run_process(args, env);
+}
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// The text row of `address`.
+std::string row_of(const std::string& out, const std::string& address) {
+  auto at = out.find(address);
+  if (at == std::string::npos) return {};
+  return out.substr(at, out.find('\n', at) - at);
+}
+
+class CliStatus : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (int sig : {SIGINT, SIGQUIT, SIGHUP, SIGTERM}) ::signal(sig, SIG_DFL);
+  }
+  RedisCluster cluster{3};
+};
+
+TEST_F(CliStatus, ANodeOnADeadPortFailsTheCheckUnlessDownIsAllowed) {
+  const std::string nodes = cluster.node_list();
+  const std::string dead = cluster[2].address();
+  cluster[2].stop();
+  auto s = cli({"--nodes", nodes, "--no-persistence-warning", "status"});
+  EXPECT_EQ(s.exit_code, 5) << s.out << s.err;
+  EXPECT_TRUE(has(s.out, "2 of 3 nodes vote; quorum 2 reachable; tolerates 0 more failures"))
+      << s.out;
+  EXPECT_TRUE(has(row_of(s.out, dead), " down ")) << s.out;
+  auto allowed = cli({"--nodes", nodes, "--no-persistence-warning", "status", "--allow-down"});
+  EXPECT_EQ(allowed.exit_code, 0) << allowed.out;
+  auto j = cli({"--nodes", nodes, "--no-persistence-warning", "status", "--json"});
+  EXPECT_EQ(j.exit_code, 5);
+  EXPECT_TRUE(has(j.out, "\"voting\":2")) << j.out;
+  EXPECT_TRUE(has(j.out, "\"tolerates\":0")) << j.out;
+  EXPECT_TRUE(has(j.out, "\"state\":\"down\"")) << j.out;
+}
+
+TEST_F(CliStatus, AWrongPasswordIsARefusalInTheTextAndTheJsonAlike) {
+  RedisServer locked({}, "secret");
+  const std::string nodes =
+      cluster[0].url() + "," + cluster[1].url() + ",redis://:wrong@" + locked.address();
+  auto s = cli({"--nodes", nodes, "--no-persistence-warning", "status", "--allow-down"});
+  EXPECT_EQ(s.exit_code, 5) << s.out << s.err;  // a refusal is never "allowed down"
+  const auto row = row_of(s.out, locked.address());
+  EXPECT_TRUE(has(row, " refused ")) << s.out;
+  EXPECT_TRUE(has(row, "redis_auth_failed")) << s.out;
+  EXPECT_TRUE(has(s.out, "2 of 3 nodes vote")) << s.out;
+  EXPECT_TRUE(has(s.out, "1 refused")) << s.out;
+  auto j = cli({"--nodes", nodes, "--no-persistence-warning", "status", "--json"});
+  EXPECT_EQ(j.exit_code, 5);
+  const auto obj = j.out.substr(j.out.find("\"node\":\"" + locked.address() + "\""));
+  EXPECT_TRUE(has(obj.substr(0, obj.find('}')), "\"state\":\"refused\"")) << j.out;
+  EXPECT_TRUE(has(obj.substr(0, obj.find('}')), "\"refused\":true")) << j.out;
+  EXPECT_TRUE(has(j.out, "\"refused\":1")) << j.out;
+}
+
+TEST_F(CliStatus, AReplicaAmongFiveLeavesAMarginOfOneAndIsNotDown) {
+  RedisCluster five{5};
+  ASSERT_EQ(five[4].command({"REPLICAOF", "127.0.0.1", std::to_string(five[0].port())}), "OK");
+  auto s = cli({"--nodes", five.node_list(), "--no-persistence-warning", "status"});
+  five[4].command({"REPLICAOF", "NO", "ONE"});
+  EXPECT_EQ(s.exit_code, 5) << s.out;
+  EXPECT_TRUE(has(s.out, "4 of 5 nodes vote; quorum 3 reachable; tolerates 1 more failure;"))
+      << s.out;
+  const auto row = row_of(s.out, five[4].address());
+  EXPECT_TRUE(has(row, " refused ")) << s.out;
+  EXPECT_FALSE(has(row, " down ")) << s.out;
+  EXPECT_TRUE(has(row, "node_not_master")) << s.out;
+}
+
+TEST_F(CliStatus, TlsToAPlainTextNodeIsNamedTlsByStatusAndAcquire) {
+  const std::string nodes =
+      "rediss://" + cluster[0].address() + "," + cluster[1].url() + "," + cluster[2].url();
+  auto s = cli({"--nodes", nodes, "--no-persistence-warning", "--insecure", "status"});
+  EXPECT_EQ(s.exit_code, 5) << s.out << s.err;
+  EXPECT_TRUE(has(row_of(s.out, cluster[0].address()), "tls_handshake_failed")) << s.out;
+  // Without a quorum of plain nodes, the refusal says why each TLS node did not vote.
+  const std::string two = "rediss://" + cluster[0].address() + ",rediss://" + cluster[1].address() +
+                          "," + cluster[2].url();
+  auto a = cli({"--nodes", two, "--no-persistence-warning", "--insecure", "acquire", "t"});
+  EXPECT_EQ(a.exit_code, 3) << a.err;
+  EXPECT_TRUE(has(a.err, "TLS handshake")) << a.err;
+  EXPECT_FALSE(has(a.err, "no connection to the node was ready,")) << a.err;
+}
+
+TEST_F(CliStatus, TlsOptionsWithoutATlsNodeAreAnError) {
+  const std::string ca = ::testing::TempDir() + "redlock-ca-for-no-tls.pem";
+  std::ofstream(ca) << "not used\n";
+  auto r = cli({"--nodes", cluster.node_list(), "--cacert", ca, "acquire", "plain"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(has(r.err, "--cacert given, but no node is TLS")) << r.err;
+  EXPECT_EQ(cluster.count_existing("redlock:plain"), 0u);
+  auto missing = cli(
+      {"--nodes", "rediss://" + cluster[0].address(), "--cacert", "/nonexistent/ca.pem", "status"});
+  EXPECT_EQ(missing.exit_code, 2) << missing.err;
+  EXPECT_TRUE(has(missing.err, "/nonexistent/ca.pem")) << missing.err;
+  std::remove(ca.c_str());
+}
+
+}  // namespace
+}  // namespace redlock::test
