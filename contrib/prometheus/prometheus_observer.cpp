@@ -24,6 +24,40 @@ std::vector<double> default_buckets() {
           0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,    10};
 }
 
+// The reasons a node is refused that redlock_node_refused follows, each a series from the
+// node's first event: the "alert at once" cases of docs/operations.md. A refusal for another
+// reason gets its series when it happens.
+constexpr Errc kRefusals[] = {Errc::node_not_master,   Errc::duplicate_node,
+                              Errc::redis_auth_failed, Errc::redis_noauth,
+                              Errc::redis_noperm,      Errc::tls_handshake_failed,
+                              Errc::tls_unknown_ca,    Errc::tls_name_mismatch,
+                              Errc::tls_cert_expired,  Errc::tls_client_cert_required};
+
+// The errors a node's request can fail with that docs/operations.md says to alert on at once:
+// a redlock_node_errors_total series each, at zero from the node's first event.
+constexpr Errc kAlertedErrors[] = {Errc::redis_oom, Errc::redis_readonly, Errc::redis_noperm,
+                                   Errc::redis_masterdown, Errc::redis_noauth};
+
+// A connection that failed with one of these did not fail for the network: the node (or its
+// configuration) rules it out, and it stays so until fixed. As `redlock status` classifies.
+bool is_refusal(const std::error_code& error) {
+  if (!error || error.category() != error_category()) return false;
+  switch (static_cast<Errc>(error.value())) {
+    case Errc::not_connected:
+    case Errc::connect_failed:
+    case Errc::connect_timeout:
+    case Errc::request_timeout:
+    case Errc::connection_lost:
+    case Errc::redis_loading:
+    case Errc::redis_busy:
+    case Errc::shutting_down:
+    case Errc::node_restarting:  // waits out the restart guard: NodeState::restarting
+      return false;
+    default:
+      return true;
+  }
+}
+
 double seconds(std::chrono::microseconds d) { return static_cast<double>(d.count()) / 1e6; }
 
 // The value of a `result` or `error` label: "ok", an Errc's name, or the code's own message
@@ -88,11 +122,13 @@ MetricsObserver::MetricsObserver(std::shared_ptr<::prometheus::Registry> registr
                         .Help("Watchdog renewals of held locks by result")
                         .Labels(options.const_labels)
                         .Register(*registry_)),
-      lost_family_(BuildCounter()
-                       .Name("redlock_lock_lost_total")
-                       .Help("Held locks lost, by reason (expired, not_held, shutting_down)")
-                       .Labels(options.const_labels)
-                       .Register(*registry_)),
+      lost_family_(
+          BuildCounter()
+              .Name("redlock_lock_lost_total")
+              .Help("Locks lost, by reason (expired, not_held, released_after_expiry, keys_gone, "
+                    "shutting_down)")
+              .Labels(options.const_labels)
+              .Register(*registry_)),
       node_errors_family_(BuildCounter()
                               .Name("redlock_node_errors_total")
                               .Help("Errors with a node: failed connections and refusals, and "
@@ -104,6 +140,19 @@ MetricsObserver::MetricsObserver(std::shared_ptr<::prometheus::Registry> registr
                           .Help("1 while the node's voting connection is in session, else 0")
                           .Labels(options.const_labels)
                           .Register(*registry_)),
+      node_refused_family_(BuildGauge()
+                               .Name("redlock_node_refused")
+                               .Help("1 while the node may not vote, by reason (a replica, "
+                                     "listed twice, authentication, permissions, TLS), else 0")
+                               .Labels(options.const_labels)
+                               .Register(*registry_)),
+      node_persistence_family_(BuildGauge()
+                                   .Name("redlock_node_persistence_forgets")
+                                   .Help("1 when the node's last handshake found persistence "
+                                         "that can forget a lock (AOF off, appendfsync not "
+                                         "always), else 0")
+                                   .Labels(options.const_labels)
+                                   .Register(*registry_)),
       held_family_(BuildGauge()
                        .Name("redlock_held_locks")
                        .Help("Locks held under the watchdog (hold(), Mutex)")
@@ -127,14 +176,19 @@ MetricsObserver::MetricsObserver(std::shared_ptr<::prometheus::Registry> registr
       attempts_(attempts_family_.Add({})),
       held_(held_family_.Add({})),
       waiters_(waiters_family_.Add({})) {
-  lost_[static_cast<std::size_t>(LostReason::expired)] = &lost_family_.Add({{"reason", "expired"}});
-  lost_[static_cast<std::size_t>(LostReason::not_held)] =
-      &lost_family_.Add({{"reason", "not_held"}});
-  lost_[static_cast<std::size_t>(LostReason::shutting_down)] =
-      &lost_family_.Add({{"reason", "shutting_down"}});
-  // The series an alert or a dashboard reads exist from the start, at zero.
+  // The series an alert or a dashboard reads exist from the start, at zero: increase() sees the
+  // first event only if the series was scraped before it.
+  for (auto reason : {LostReason::expired, LostReason::not_held, LostReason::shutting_down,
+                      LostReason::released_after_expiry, LostReason::keys_gone})
+    lost_[static_cast<std::size_t>(reason)] = &lost_family_.Add({{"reason", to_string(reason)}});
   acquire_.get({}, buckets_);
   acquire_.get(make_error_code(Errc::not_acquired), buckets_);
+  acquire_.get(make_error_code(Errc::no_quorum), buckets_);
+  for (auto* by : {&extend_, &release_, &renew_}) {
+    by->get({});
+    by->get(make_error_code(Errc::not_held));
+    by->get(make_error_code(Errc::no_quorum));
+  }
 }
 
 MetricsObserver::~MetricsObserver() = default;
@@ -181,9 +235,51 @@ void MetricsObserver::on_wait(const WaitEvent& event) {
 void MetricsObserver::on_node(const NodeEvent& event) {
   if (event.address == nullptr) return;
   // The connection that listens for release notices does not vote: its state is not the node's.
-  if (!event.subscriber)
-    node_up(*event.address).Set(event.state == NodeState::connected ? 1.0 : 0.0);
+  if (!event.subscriber) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto& series = node_series(*event.address);
+    series.up->Set(event.state == NodeState::connected ? 1.0 : 0.0);
+    // Refused: by the handshake (NodeState::refused), or a connection that failed for a reason
+    // of the node's (TLS, authentication) and backs off. Any other state clears it: connected,
+    // or down for the network, which redlock_node_up shows.
+    const bool refused = (event.state == NodeState::refused || event.state == NodeState::backoff ||
+                          event.state == NodeState::reconnecting) &&
+                         is_refusal(event.error);
+    if (refused && series.refused.count(label_of(event.error)) == 0)
+      series.refused[label_of(event.error)] =
+          &node_refused_family_.Add({{"node", *event.address}, {"reason", label_of(event.error)}});
+    for (auto& [reason, gauge] : series.refused)
+      gauge->Set(refused && reason == label_of(event.error) ? 1.0 : 0.0);
+    // A node that lost its connection is judged again at its next handshake.
+    if (event.state != NodeState::connected && event.state != NodeState::restarting)
+      series.persistence_forgets->Set(0.0);
+  }
   if (event.error) node_errors(*event.address, label_of(event.error)).Increment();
+}
+
+void MetricsObserver::on_node_warning(const NodeWarningEvent& event) {
+  if (event.address == nullptr || event.kind != NodeWarning::persistence) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  node_series(*event.address).persistence_forgets->Set(1.0);
+}
+
+MetricsObserver::NodeSeries& MetricsObserver::node_series(const std::string& node) {
+  auto it = nodes_.find(node);
+  if (it != nodes_.end()) return it->second;
+  NodeSeries s;
+  s.up = &node_up_family_.Add({{"node", node}});
+  s.persistence_forgets = &node_persistence_family_.Add({{"node", node}});
+  for (auto reason : kRefusals) {
+    const std::string name = errc_name(reason);
+    s.refused[name] = &node_refused_family_.Add({{"node", node}, {"reason", name}});
+  }
+  for (auto error : kAlertedErrors) {
+    const std::string name = errc_name(error);
+    auto key = std::make_pair(node, name);
+    if (node_errors_.count(key) == 0)
+      node_errors_.emplace(key, &node_errors_family_.Add({{"node", node}, {"error", name}}));
+  }
+  return nodes_.emplace(node, std::move(s)).first->second;
 }
 
 void MetricsObserver::on_held(std::size_t held) { held_.Set(static_cast<double>(held)); }
@@ -195,14 +291,6 @@ Counter& MetricsObserver::node_errors(const std::string& node, const std::string
   if (it == node_errors_.end())
     it = node_errors_.emplace(key, &node_errors_family_.Add({{"node", node}, {"error", error}}))
              .first;
-  return *it->second;
-}
-
-Gauge& MetricsObserver::node_up(const std::string& node) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = node_up_.find(node);
-  if (it == node_up_.end())
-    it = node_up_.emplace(node, &node_up_family_.Add({{"node", node}})).first;
   return *it->second;
 }
 

@@ -4,10 +4,12 @@
 //
 //   redlock_example_metrics_service --nodes redis://127.0.0.1:6379,... --port 9464
 //       [--port-file PATH] [--locks 200] [--seconds 30] [--interval-ms 20] [--lose-every 25]
-//       [--linger-ms 0]
+//       [--linger-ms 0] [--release-late-every 0]
 //
 // --port 0 takes a free port; --port-file receives the port once /metrics is served.
 // --linger-ms keeps serving /metrics that long after the last lock (for a last scrape).
+// --release-late-every N: every N locks, a plain acquire() of 100 ms released after 150 ms,
+// when its keys are gone: the README's first pattern losing its lock, counted as lost too.
 #include <prometheus/exposer.h>
 #include <prometheus/registry.h>
 
@@ -37,13 +39,14 @@ struct Options {
   long interval_ms = 20;
   long lose_every = 25;
   long linger_ms = 0;
+  long release_late_every = 0;
 };
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "error: %s\nusage: redlock_example_metrics_service --nodes LIST --port PORT "
                "[--port-file PATH] [--locks N] [--seconds S] [--interval-ms MS] "
-               "[--lose-every N] [--linger-ms MS]\n",
+               "[--lose-every N] [--linger-ms MS] [--release-late-every N]\n",
                why);
   std::exit(2);
 }
@@ -78,6 +81,8 @@ Options parse(int argc, char** argv) {
       o.lose_every = number(v);
     else if (a == "--linger-ms")
       o.linger_ms = number(v);
+    else if (a == "--release-late-every")
+      o.release_late_every = number(v);
     else
       usage(("unknown option " + a).c_str());
   }
@@ -130,6 +135,15 @@ int main(int argc, char** argv) {
         auto h = client.hold(std::move(request));
         if (h) {
           left_to_expire.push_back(std::move(h.lock));
+          ++lost_on_purpose;
+        }
+      }
+      if (opt.release_late_every > 0 && i % opt.release_late_every == 0) {
+        auto late =
+            client.acquire(redlock::AcquireRequest({"metrics:late:" + std::to_string(i)}, 100ms));
+        if (late) {
+          std::this_thread::sleep_for(150ms);  // worked past its validity
+          (void)client.release(late.lock);     // not_held: counted as lost, released_after_expiry
           ++lost_on_purpose;
         }
       }

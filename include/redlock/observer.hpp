@@ -54,15 +54,28 @@ struct OperationEvent {
 /// \brief Why a held lock was declared lost (LostEvent::reason).
 enum class LostReason : std::uint8_t {
   expired,        ///< Its validity window closed before a renewal reached a quorum.
-  not_held,       ///< More than N - Q nodes said our token is gone (expired there, or taken).
+  not_held,       ///< A renewal was refused: more than N - Q nodes said our token is gone.
   shutting_down,  ///< Its client was destroyed while the lock was held.
+  /// A lock without renewal (acquire(), or a held lock whose loss nothing had reported yet)
+  /// was released or extended after its validity had ended, and a quorum no longer held it.
+  released_after_expiry,
+  /// A lock without renewal was released or extended within its validity, or with a validity
+  /// the client did not know (a Lock made from a token), and a quorum no longer held it: its
+  /// keys were gone (deleted, taken over, or a node that forgot them).
+  keys_gone,
 };
 
 /// \param reason A reason.
-/// \return Its name: "expired", "not_held" or "shutting_down".
+/// \return Its name: "expired", "not_held", "shutting_down", "released_after_expiry" or
+/// "keys_gone".
 REDLOCK_API const char* to_string(LostReason reason) noexcept;
 
-/// \brief A held lock (hold(), a Mutex) was lost: its holder has been (or is being) told.
+/// \brief A lock was lost: once per lock, whichever way the client found out.
+///
+/// A held lock (hold(), a Mutex) is reported when the watchdog declares it lost, and its holder
+/// is told. A lock without renewal (acquire()) is reported when its release or extend finds
+/// that a quorum no longer holds it (LostReason::released_after_expiry, LostReason::keys_gone);
+/// the same token is reported once, however often it is released again.
 struct LostEvent {
   LostReason reason = LostReason::expired;  ///< Why.
   /// Errc::lock_lost, or Errc::shutting_down: what the lost-lock callback receives.
@@ -127,6 +140,30 @@ struct NodeEvent {
   std::chrono::milliseconds backoff{0};
 };
 
+/// \brief What a node's safeguards warned about (NodeWarningEvent::kind).
+enum class NodeWarning : std::uint8_t {
+  persistence,  ///< Its persistence can forget a lock: AOF off, or appendfsync not always.
+  other,        ///< Anything else the safeguards could not check or did not like.
+};
+
+/// \param kind A kind of warning.
+/// \return Its name: "persistence" or "other".
+REDLOCK_API const char* to_string(NodeWarning kind) noexcept;
+
+/// \brief The safeguards warned about a node (also given to Config::on_warning, once per node).
+///
+/// Sent on every handshake of the node's voting connection that gives the warning, so that a
+/// metric can follow the node's state: a reconnection to a node whose persistence was fixed
+/// sends none.
+struct NodeWarningEvent {
+  NodeWarning kind = NodeWarning::other;  ///< What about.
+  std::size_t node = 0;                   ///< Index of the node in Config::nodes.
+  /// "host:port" or "host:port/db": never a user or a password. Valid during the call only.
+  const std::string* address = nullptr;
+  /// The warning's sentence (without the node's address). Valid during the call only.
+  const std::string* text = nullptr;
+};
+
 /// \brief Receives a Client's events. Set it in Config::observer; override what you need.
 ///
 /// Every function is called on the client's loop thread, one event at a time, and must not
@@ -141,7 +178,7 @@ class REDLOCK_API Observer {
   /// \brief A lock operation ended (acquire, extend, release, or a watchdog renewal).
   /// \param event The operation, its outcome, votes, latency and attempts.
   virtual void on_operation(const OperationEvent& event);
-  /// \brief A held lock was lost.
+  /// \brief A lock was lost (see LostEvent: held locks, and plain ones found lost).
   /// \param event Why, and which resources.
   virtual void on_lost(const LostEvent& event);
   /// \brief An acquire started or stopped waiting for a release.
@@ -155,6 +192,9 @@ class REDLOCK_API Observer {
   /// does not follow, and are not counted.
   /// \param held The number now.
   virtual void on_held(std::size_t held);
+  /// \brief A node's safeguards warned about it, on a handshake of its voting connection.
+  /// \param event The node, the kind of warning and its text.
+  virtual void on_node_warning(const NodeWarningEvent& event);
 };
 
 }  // namespace redlock

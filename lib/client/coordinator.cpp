@@ -12,27 +12,39 @@
 namespace redlock::detail {
 
 // Client::extend() and Client::release(): a machine each, with its caller's callback.
-struct Coordinator::ExtendOp {
-  ExtendOp(proto::Context& context, std::uint64_t id, Lock lock, Milliseconds ttl,
-           Client::ExtendCallback callback)
-      : resources(context.config().observer ? lock.resources : std::vector<std::string>{}),
-        machine(context, id, std::move(lock), ttl),
-        done(std::move(callback)) {}
-  std::vector<std::string> resources;  // with an observer only
-  proto::ExtendMachine machine;
-  Client::ExtendCallback done;
+// What an extend or a release needs to report its lock lost (with an observer only): the
+// lock's token and validity, and its lease when it is a held lock.
+struct Coordinator::LockNote {
+  LockNote(const Config& config, const Lock& lock, std::shared_ptr<Lease> held)
+      : resources(config.observer ? lock.resources : std::vector<std::string>{}),
+        token(config.observer ? lock.token : std::string()),
+        valid_until(lock.valid_until),
+        lease(std::move(held)) {}
+  std::vector<std::string> resources;
+  std::string token;
+  Clock::time_point valid_until;
+  std::shared_ptr<Lease> lease;  // null for a Lock of acquire()
   Clock::time_point started = Clock::now();
 };
 
-struct Coordinator::ReleaseOp {
-  ReleaseOp(proto::Context& context, std::uint64_t id, Lock lock, Client::ReleaseCallback callback)
-      : resources(context.config().observer ? lock.resources : std::vector<std::string>{}),
+struct Coordinator::ExtendOp : LockNote {
+  ExtendOp(proto::Context& context, std::uint64_t id, Lock lock, Milliseconds ttl,
+           Client::ExtendCallback callback)
+      : LockNote(context.config(), lock, nullptr),
+        machine(context, id, std::move(lock), ttl),
+        done(std::move(callback)) {}
+  proto::ExtendMachine machine;
+  Client::ExtendCallback done;
+};
+
+struct Coordinator::ReleaseOp : LockNote {
+  ReleaseOp(proto::Context& context, std::uint64_t id, Lock lock, Client::ReleaseCallback callback,
+            std::shared_ptr<Lease> lease)
+      : LockNote(context.config(), lock, std::move(lease)),
         machine(context, id, std::move(lock)),
         done(std::move(callback)) {}
-  std::vector<std::string> resources;  // with an observer only
   proto::ReleaseMachine machine;
   Client::ReleaseCallback done;
-  Clock::time_point started = Clock::now();
 };
 
 Coordinator::Coordinator(uv_loop_t* loop, const Config& config)
@@ -78,18 +90,41 @@ namespace {
 
 // An extend's or a release's result goes to its caller once, after the observer heard of it; a
 // result for an operation already answered (or never started here) is dropped.
-template <typename Ops, typename Result>
+template <typename Ops, typename Result, typename Found>
 void deliver_once(const Config& config, Ops& ops, std::uint64_t id, Operation kind,
-                  const char* what, Result& result) {
+                  const char* what, Result& result, Found&& found_lost) {
   auto it = ops.find(id);
   if (it == ops.end()) return;
   auto op = std::move(it->second);
   ops.erase(it);
   notify_operation(config, kind, result.error, result.votes, op->resources, op->started);
+  if (result.error == Errc::not_held) found_lost(*op);
   deliver_guarded(what, [&] { op->done(std::move(result)); });
 }
 
 }  // namespace
+
+// An extend or a release found that a quorum no longer holds the lock: it was lost, and
+// nothing may have said so (a lock of acquire() has no watchdog). Reported once per token; a
+// held lock whose loss the watchdog already reported is not reported again.
+void Coordinator::found_lost(const LockNote& note) {
+  if (!config_.observer || note.token.empty()) return;
+  if (note.lease != nullptr && note.lease->lost()) return;
+  if (!lost_tokens_.insert(note.token).second) return;
+  lost_order_.push_back(note.token);
+  if (lost_order_.size() > kLostTokensKept) {
+    lost_tokens_.erase(lost_order_.front());
+    lost_order_.pop_front();
+  }
+  const bool late = note.valid_until != Clock::time_point{} && note.started >= note.valid_until;
+  observe(config_, [&](Observer& o) {
+    LostEvent e;
+    e.reason = late ? LostReason::released_after_expiry : LostReason::keys_gone;
+    e.error = make_error_code(Errc::lock_lost);
+    e.resources = &note.resources;
+    o.on_lost(e);
+  });
+}
 
 void Coordinator::run(proto::Actions& actions, Route caller) {
   // A reply refused at once comes back inside run() (InFlight::start): jobs are reaped only by
@@ -124,9 +159,11 @@ void Coordinator::run(proto::Actions& actions, Route caller) {
         it->second->deliver(std::move(done->result));
       reap_.push_back(done->job);
     } else if (auto* ext = std::get_if<proto::DeliverExtend>(&action)) {
-      deliver_once(config_, extends_, ext->op, Operation::extend, "extend", ext->result);
+      deliver_once(config_, extends_, ext->op, Operation::extend, "extend", ext->result,
+                   [this](const LockNote& note) { found_lost(note); });
     } else if (auto* rel = std::get_if<proto::DeliverRelease>(&action)) {
-      deliver_once(config_, releases_, rel->op, Operation::release, "release", rel->result);
+      deliver_once(config_, releases_, rel->op, Operation::release, "release", rel->result,
+                   [this](const LockNote& note) { found_lost(note); });
     } else if (auto* renewed = std::get_if<proto::Renewed>(&action)) {
       watchdog_->renewed(*renewed);
     } else if (auto* news = std::get_if<proto::RenewDecided>(&action)) {
@@ -266,10 +303,10 @@ void Coordinator::extend(Lock lock, Milliseconds ttl, Client::ExtendCallback don
   run(out, Route{Route::To::extend, id});
 }
 
-void Coordinator::release(Lock lock, Client::ReleaseCallback done) {
+void Coordinator::release(Lock lock, Client::ReleaseCallback done, std::shared_ptr<Lease> lease) {
   auto id = proto_->next_job();
   auto& op = releases_[id];
-  op = std::make_unique<ReleaseOp>(*proto_, id, std::move(lock), std::move(done));
+  op = std::make_unique<ReleaseOp>(*proto_, id, std::move(lock), std::move(done), std::move(lease));
   proto::Actions out;
   op->machine.start(op->started, out);
   run(out, Route{Route::To::release, id});
@@ -289,7 +326,8 @@ void Coordinator::release_lease(const std::shared_ptr<Lease>& lease, Client::Rel
   Lock lock;
   lock.resources = lease->resources;
   lock.token = lease->token;
-  release(std::move(lock), std::move(done));
+  lock.valid_until = lease->valid_until();
+  release(std::move(lock), std::move(done), lease);
 }
 
 void Coordinator::status(Client::StatusCallback done) {

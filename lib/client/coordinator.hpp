@@ -7,11 +7,13 @@
 
 #include <uv.h>
 
+#include <deque>
 #include <functional>
 #include <memory>
 #include <random>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "../core/safeguards.hpp"
@@ -44,14 +46,17 @@ class Coordinator final : JobHost, VoteSink, MessageSink {
   // How tasks reach the loop from other threads (cancel tokens); set by the client.
   void set_poster(Poster post) { post_to_loop_ = std::move(post); }
   void extend(Lock lock, Milliseconds ttl, Client::ExtendCallback done);
-  void release(Lock lock, Client::ReleaseCallback done);
+  // `lease`: the held lock this releases, if any (so that its loss is reported once).
+  void release(Lock lock, Client::ReleaseCallback done, std::shared_ptr<Lease> lease = nullptr);
   // Stops watching a held lock, then releases it.
   void release_lease(const std::shared_ptr<Lease>& lease, Client::ReleaseCallback done);
   void status(Client::StatusCallback done);
 
  private:
+  struct LockNote;
   struct ExtendOp;
   struct ReleaseOp;
+  void found_lost(const LockNote& note);
 
   // Carries out what a machine asked for, in order. `caller`: whom a Send or a timer without a
   // job belongs to (the machine that was called).
@@ -89,6 +94,10 @@ class Coordinator final : JobHost, VoteSink, MessageSink {
   std::unordered_map<std::uint64_t, AcquireJob*> jobs_;
   std::unordered_map<std::uint64_t, std::unique_ptr<ExtendOp>> extends_;
   std::unordered_map<std::uint64_t, std::unique_ptr<ReleaseOp>> releases_;
+  // Tokens whose loss found_lost() reported, the latest kLostTokensKept: one report per lock.
+  static constexpr std::size_t kLostTokensKept = 4096;
+  std::unordered_set<std::string> lost_tokens_;
+  std::deque<std::string> lost_order_;
   bool shutting_down_ = false;
   std::size_t live_requests_ = 0;
   bool nodes_closed_ = false;

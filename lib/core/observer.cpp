@@ -14,6 +14,11 @@ void Observer::on_lost(const LostEvent&) {}
 void Observer::on_wait(const WaitEvent&) {}
 void Observer::on_node(const NodeEvent&) {}
 void Observer::on_held(std::size_t) {}
+void Observer::on_node_warning(const NodeWarningEvent&) {}
+
+const char* to_string(NodeWarning kind) noexcept {
+  return kind == NodeWarning::persistence ? "persistence" : "other";
+}
 
 const char* to_string(Operation op) noexcept {
   switch (op) {
@@ -37,6 +42,10 @@ const char* to_string(LostReason reason) noexcept {
       return "not_held";
     case LostReason::shutting_down:
       return "shutting_down";
+    case LostReason::released_after_expiry:
+      return "released_after_expiry";
+    case LostReason::keys_gone:
+      return "keys_gone";
   }
   return "unknown";
 }

@@ -21,6 +21,13 @@
 
 namespace redlock::detail {
 
+// True for a warning that the node's persistence can forget a lock (judge()'s "persistence off
+// ..." and fsync_warning()'s "appendfsync ..."): what operators alert on and --no-persistence-
+// warning hides.
+inline bool is_persistence_warning(std::string_view text) {
+  return text.rfind("persistence off", 0) == 0 || text.rfind("appendfsync ", 0) == 0;
+}
+
 // The fields of INFO that the safeguards read.
 struct ServerFacts {
   std::string role;  // "master", "slave" (a replica); empty when INFO did not say

@@ -614,6 +614,17 @@ void Node::send_orphans(Conn& conn) {
 }
 
 void Node::warn(const std::string& text) {
+  // The observer hears it on every handshake (a metric follows the node's state); the log and
+  // Config::on_warning once per node.
+  if (subscriber_ == nullptr)
+    observe(config_, [&](Observer& o) {
+      NodeWarningEvent e;
+      e.kind = is_persistence_warning(text) ? NodeWarning::persistence : NodeWarning::other;
+      e.node = index_;
+      e.address = &label_;
+      e.text = &text;
+      o.on_node_warning(e);
+    });
   if (std::find(warnings_.begin(), warnings_.end(), text) != warnings_.end()) return;
   warnings_.push_back(text);
   std::string line = "node " + label_ + ": " + text;

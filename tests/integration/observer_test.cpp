@@ -78,6 +78,11 @@ struct Recorder : Observer {
     std::lock_guard<std::mutex> lock(m);
     lost.push_back(Lost{e.reason, e.error, *e.resources});
   }
+  std::vector<std::pair<NodeWarning, std::string>> node_warnings;
+  void on_node_warning(const NodeWarningEvent& e) override {
+    std::lock_guard<std::mutex> lock(m);
+    node_warnings.emplace_back(e.kind, *e.address);
+  }
   void on_wait(const WaitEvent& e) override {
     std::lock_guard<std::mutex> lock(m);
     waits.push_back(Wait{e.phase, *e.resources, e.error, e.waited});
@@ -411,6 +416,88 @@ TEST(Observer, OnWarningStillTakesNodeWarningsWhenSet) {
     return !warnings.empty();
   }));
   EXPECT_EQ(log.count(LogLevel::warning, ""), 0u);
+}
+
+// Issue 34: a lock of acquire() has no watchdog. Its loss counts when its release (or extend)
+// finds that a quorum no longer holds it: once per token, with what the client knows of why.
+TEST(Observer, APlainLockReleasedAfterItsTtlIsLostOnceAsReleasedAfterExpiry) {
+  RedisCluster cluster(3);
+  auto rec = std::make_shared<Recorder>();
+  Client client(observed(cluster.node_list(), rec));
+  auto r = client.acquire(AcquireRequest({"obs:plain"}, 150ms));
+  ASSERT_TRUE(r) << r.message();
+  ASSERT_TRUE(eventually([&] { return cluster.count_existing("redlock:obs:plain") == 0; }, 3s));
+  EXPECT_EQ(client.release(r.lock).error, Errc::not_held);
+  EXPECT_EQ(client.release(r.lock).error, Errc::not_held);  // again: the same loss
+  auto lost = rec->lost_events();
+  ASSERT_EQ(lost.size(), 1u);
+  EXPECT_EQ(lost[0].reason, LostReason::released_after_expiry);
+  EXPECT_EQ(lost[0].error, Errc::lock_lost);
+  EXPECT_EQ(lost[0].resources, std::vector<std::string>{"obs:plain"});
+}
+
+TEST(Observer, APlainLockWhoseKeysVanishedWithinItsValidityIsLostAsKeysGone) {
+  RedisCluster cluster(3);
+  auto rec = std::make_shared<Recorder>();
+  Config config = observed(cluster.node_list(), rec);
+  Client client(config);
+  auto r = client.acquire(AcquireRequest({"obs:gone"}, 20s));
+  ASSERT_TRUE(r) << r.message();
+  for (std::size_t i = 0; i < cluster.size(); ++i)
+    cluster[i].command({"DEL", config.key_prefix + "obs:gone"});
+  EXPECT_EQ(client.extend(r.lock).error, Errc::not_held);
+  EXPECT_EQ(client.release(r.lock).error, Errc::not_held);
+  auto lost = rec->lost_events();
+  ASSERT_EQ(lost.size(), 1u);
+  EXPECT_EQ(lost[0].reason, LostReason::keys_gone);
+  // A lock released in time is no loss.
+  auto ok = client.acquire(AcquireRequest({"obs:kept"}, 20s));
+  ASSERT_TRUE(ok);
+  EXPECT_TRUE(client.release(ok.lock));
+  EXPECT_EQ(rec->lost_events().size(), 1u);
+}
+
+TEST(Observer, AHeldLockLostByItsWatchdogIsNotCountedAgainByItsRelease) {
+  RedisCluster cluster(3);
+  auto rec = std::make_shared<Recorder>();
+  Client client(observed(cluster.node_list(), rec));
+  auto h = client.hold(AcquireRequest({"obs:once"}, 150ms));
+  ASSERT_TRUE(h) << h.message();
+  ASSERT_TRUE(eventually([&] { return !rec->lost_events().empty(); }, 3s));
+  // Declared lost before its keys expire; once they have, the release finds them gone.
+  ASSERT_TRUE(eventually([&] { return cluster.count_existing("redlock:obs:once") == 0; }, 3s));
+  EXPECT_EQ(h.lock.release().error, Errc::not_held);
+  EXPECT_EQ(rec->lost_events().size(), 1u);
+}
+
+TEST(Observer, AHeldLockWhoseKeysVanishedIsCountedByItsReleaseIfTheWatchdogHadNot) {
+  RedisCluster cluster(3);
+  auto rec = std::make_shared<Recorder>();
+  Config config = observed(cluster.node_list(), rec);
+  config.watchdog_lease = 30s;  // the next renewal is 10 s away
+  Client client(config);
+  auto h = client.hold("obs:held");
+  ASSERT_TRUE(h) << h.message();
+  for (std::size_t i = 0; i < cluster.size(); ++i)
+    cluster[i].command({"DEL", config.key_prefix + "obs:held"});
+  EXPECT_EQ(h.lock.release().error, Errc::not_held);
+  auto lost = rec->lost_events();
+  ASSERT_EQ(lost.size(), 1u);
+  EXPECT_EQ(lost[0].reason, LostReason::keys_gone);
+}
+
+TEST(Observer, PersistenceWarningsReachTheObserverOnEveryHandshake) {
+  RedisCluster cluster(1);  // no AOF
+  auto rec = std::make_shared<Recorder>();
+  Client client(observed(cluster.node_list(), rec));
+  auto count = [&] {
+    std::lock_guard<std::mutex> lock(rec->m);
+    return std::count_if(rec->node_warnings.begin(), rec->node_warnings.end(),
+                         [](const auto& w) { return w.first == NodeWarning::persistence; });
+  };
+  ASSERT_TRUE(eventually([&] { return count() >= 1; }));
+  cluster[0].command({"CLIENT", "KILL", "TYPE", "normal"});  // a new handshake warns again
+  EXPECT_TRUE(eventually([&] { return count() >= 2; }, 5s));
 }
 
 }  // namespace

@@ -130,5 +130,64 @@ TEST(MetricsObserver, ConstantLabelsGoOnEveryMetric) {
       << text;
 }
 
+// Issue 34: every series an alert reads exists at zero before its first event, or increase()
+// misses that event; a node's refusals and persistence follow its state.
+TEST(MetricsObserver, AlertedSeriesStartAtZeroAndNodeStatesSetAndClearThem) {
+  auto registry = std::make_shared<::prometheus::Registry>();
+  MetricsObserver observer(registry);
+  auto text = exposition(*registry);
+  for (const char* line : {"redlock_lock_lost_total{reason=\"released_after_expiry\"} 0",
+                           "redlock_lock_lost_total{reason=\"keys_gone\"} 0",
+                           "redlock_lock_lost_total{reason=\"expired\"} 0",
+                           "redlock_releases_total{result=\"not_held\"} 0",
+                           "redlock_extends_total{result=\"not_held\"} 0",
+                           "redlock_renewals_total{result=\"not_held\"} 0"})
+    EXPECT_TRUE(has_line(text, line)) << line << "\n" << text;
+
+  const std::string node = "127.0.0.1:7001";
+  const std::string detail;
+  NodeEvent n;
+  n.address = &node;
+  n.detail = &detail;
+  n.state = NodeState::connected;
+  observer.on_node(n);
+  text = exposition(*registry);
+  for (const char* line :
+       {"redlock_node_refused{node=\"127.0.0.1:7001\",reason=\"node_not_master\"} 0",
+        "redlock_node_refused{node=\"127.0.0.1:7001\",reason=\"redis_auth_failed\"} 0",
+        "redlock_node_refused{node=\"127.0.0.1:7001\",reason=\"tls_handshake_failed\"} 0",
+        "redlock_node_persistence_forgets{node=\"127.0.0.1:7001\"} 0",
+        "redlock_node_errors_total{error=\"redis_oom\",node=\"127.0.0.1:7001\"} 0",
+        "redlock_node_up{node=\"127.0.0.1:7001\"} 1"})
+    EXPECT_TRUE(has_line(text, line)) << line << "\n" << text;
+
+  const std::string warning = "persistence off (appendonly no): ...";
+  NodeWarningEvent w;
+  w.kind = NodeWarning::persistence;
+  w.address = &node;
+  w.text = &warning;
+  observer.on_node_warning(w);
+  EXPECT_TRUE(has_line(exposition(*registry),
+                       "redlock_node_persistence_forgets{node=\"127.0.0.1:7001\"} 1"));
+
+  n.state = NodeState::refused;
+  n.error = make_error_code(Errc::node_not_master);
+  observer.on_node(n);
+  n.state = NodeState::backoff;  // the refused connection closes and backs off: still refused
+  observer.on_node(n);
+  text = exposition(*registry);
+  EXPECT_TRUE(
+      has_line(text, "redlock_node_refused{node=\"127.0.0.1:7001\",reason=\"node_not_master\"} 1"));
+  EXPECT_TRUE(has_line(text, "redlock_node_up{node=\"127.0.0.1:7001\"} 0"));
+  EXPECT_TRUE(has_line(text, "redlock_node_persistence_forgets{node=\"127.0.0.1:7001\"} 0"));
+
+  n.state = NodeState::backoff;  // down for the network: no longer a refusal
+  n.error = make_error_code(Errc::connect_failed);
+  observer.on_node(n);
+  EXPECT_TRUE(
+      has_line(exposition(*registry),
+               "redlock_node_refused{node=\"127.0.0.1:7001\",reason=\"node_not_master\"} 0"));
+}
+
 }  // namespace
 }  // namespace redlock::prometheus

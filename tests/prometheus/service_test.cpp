@@ -26,6 +26,7 @@ using namespace std::chrono_literals;
 using redlock::test::eventually;
 using redlock::test::Process;
 using redlock::test::RedisCluster;
+using redlock::test::RedisServer;
 namespace fs = std::filesystem;
 
 const std::string kService = REDLOCK_METRICS_SERVICE_PATH;
@@ -133,10 +134,12 @@ struct Service {
   std::unique_ptr<Process> process;
   int port = -1;
 
-  Service(const RedisCluster& cluster, std::vector<std::string> args) {
+  Service(const RedisCluster& cluster, std::vector<std::string> args)
+      : Service(cluster.node_list(), std::move(args)) {}
+  Service(const std::string& nodes, std::vector<std::string> args) {
     auto port_file = (dir.path / "port").string();
-    std::vector<std::string> argv{kService,      "--nodes", cluster.node_list(), "--port", "0",
-                                  "--port-file", port_file};
+    std::vector<std::string> argv{kService, "--nodes",     nodes,    "--port",
+                                  "0",      "--port-file", port_file};
     argv.insert(argv.end(), args.begin(), args.end());
     process = std::make_unique<Process>(argv);
     if (eventually([&] { return fs::exists(port_file); }, 10s))
@@ -179,7 +182,7 @@ TEST(Exposition, PromtoolAcceptsTheAlertRulesOfTheDocs) {
   if (kPromtool.empty()) GTEST_SKIP() << "promtool not found (Debian package prometheus)";
   auto r = redlock::test::run_process({kPromtool, "check", "rules", REDLOCK_ALERTS_PATH});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("SUCCESS: 4 rules found"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("SUCCESS: 9 rules found"), std::string::npos) << r.out;
   // docs/observability.md shows the same rules, word for word.
   auto rules = read_file(REDLOCK_ALERTS_PATH);
   auto doc = read_file(REDLOCK_OBSERVABILITY_DOC);
@@ -236,6 +239,75 @@ TEST(Server, ScrapesLocksTakenAndLostThroughTheExample) {
   prometheus.signal(SIGTERM);
   auto stopped = prometheus.wait(20s);
   EXPECT_FALSE(stopped.timed_out);
+  service.process->signal(SIGTERM);
+  service.process->wait(10s);
+}
+
+// A real Prometheus server, scraping `target` every second and evaluating the alert rules of
+// the docs every second; stopped by its pid.
+struct PrometheusServer {
+  TempDir dir;
+  int web = free_port();
+  std::unique_ptr<Process> process;
+
+  explicit PrometheusServer(int target) {
+    std::ofstream(dir.path / "prometheus.yml")
+        << "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+        << "rule_files:\n  - " << REDLOCK_ALERTS_PATH << "\n"
+        << "scrape_configs:\n  - job_name: redlock_example\n    static_configs:\n"
+        << "      - targets: ['127.0.0.1:" << target << "']\n";
+    process = std::make_unique<Process>(std::vector<std::string>{
+        kPrometheus, "--config.file=" + (dir.path / "prometheus.yml").string(),
+        "--storage.tsdb.path=" + (dir.path / "data").string(),
+        "--web.listen-address=127.0.0.1:" + std::to_string(web)});
+  }
+  ~PrometheusServer() {
+    process->signal(SIGTERM);
+    process->wait(20s);
+  }
+  bool firing(const std::string& alert) const {
+    return query(web, "count(ALERTS{alertname=\"" + alert + "\",alertstate=\"firing\"})") >= 1;
+  }
+};
+
+// Issue 34: every "alert at once" case of docs/operations.md has a rule, and each fires in a
+// real Prometheus server for its own fault: a replica in the node list, a wrong password, a
+// rediss:// address on a plain-text port, a node out of memory, nodes without persistence, and
+// a plain lock released after its ttl (the README's first pattern).
+TEST(Server, EachAlertFiresForItsFault) {
+  if (kPrometheus.empty()) GTEST_SKIP() << "prometheus not found (Debian package prometheus)";
+  RedisCluster good(6);  // without AOF: persistence that forgets
+  RedisServer replica, locked({}, "secret"), plain;
+  ASSERT_EQ(replica.command({"REPLICAOF", "127.0.0.1", std::to_string(good[0].port())}), "OK");
+  // One of the good nodes answers every write with OOM: five others still make a quorum of 9.
+  ASSERT_EQ(good[5].command({"CONFIG", "SET", "maxmemory-policy", "noeviction"}), "OK");
+  ASSERT_EQ(good[5].command({"CONFIG", "SET", "maxmemory", "1"}), "OK");
+  const std::string nodes = good.node_list() + "," + replica.url() + ",redis://:wrong@" +
+                            locked.address() + ",rediss://" + plain.address();
+  Service service(nodes, {"--locks", "400", "--interval-ms", "25", "--lose-every", "0",
+                          "--release-late-every", "4", "--seconds", "60", "--linger-ms", "60000"});
+  ASSERT_GT(service.port, 0) << "the example did not start serving";
+  PrometheusServer prometheus(service.port);
+  ASSERT_GT(prometheus.web, 0);
+
+  for (const char* alert :
+       {"RedlockNodeNotMaster", "RedlockNodeAuthRefused", "RedlockNodeTls",
+        "RedlockNodeRefusesCommands", "RedlockPersistenceForgets", "RedlockLockLost"})
+    EXPECT_TRUE(eventually([&] { return prometheus.firing(alert); }, 40s)) << alert;
+  // Each fires for its own node and reason.
+  EXPECT_EQ(query(prometheus.web, "count(ALERTS{alertname=\"RedlockNodeNotMaster\",node=\"" +
+                                      replica.address() + "\"})"),
+            1);
+  EXPECT_EQ(query(prometheus.web, "count(ALERTS{alertname=\"RedlockNodeAuthRefused\",node=\"" +
+                                      locked.address() + "\"})"),
+            1);
+  EXPECT_EQ(query(prometheus.web,
+                  "count(ALERTS{alertname=\"RedlockLockLost\",reason=\"released_after_expiry\"})"),
+            1);
+  // The good nodes without AOF forget; the replica, as a refused node, is not judged.
+  EXPECT_GE(query(prometheus.web, "count(ALERTS{alertname=\"RedlockPersistenceForgets\"})"), 6);
+  // Nothing is lost by the watchdog here (--lose-every 0): those series stay at zero.
+  EXPECT_EQ(query(prometheus.web, "sum(redlock_lock_lost_total{reason=\"expired\"})"), 0);
   service.process->signal(SIGTERM);
   service.process->wait(10s);
 }

@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "core/safeguards.hpp"
 #include "duration.hpp"
 
 namespace redlock::cli {
@@ -74,7 +75,7 @@ std::optional<Milliseconds> duration_of(const char* option,
 }
 
 bool WarningPrinter::is_persistence(const std::string& text) {
-  return text.rfind("persistence off", 0) == 0 || text.rfind("appendfsync ", 0) == 0;
+  return redlock::detail::is_persistence_warning(text);
 }
 
 std::string WarningPrinter::condensed(const std::string& text) {

@@ -57,9 +57,13 @@ class MetricsObserver final : public Observer {
   /// \brief Follows the number of waiters, and times waits.
   /// \param event A wait's start or end.
   void on_wait(const WaitEvent& event) override;
-  /// \brief Sets redlock_node_up, and counts the node's connection errors.
+  /// \brief Sets redlock_node_up and redlock_node_refused, and counts the node's connection
+  /// errors. A node's series are made at zero the first time it is seen.
   /// \param event A node's new state.
   void on_node(const NodeEvent& event) override;
+  /// \brief Sets redlock_node_persistence_forgets.
+  /// \param event A warning of a node's safeguards.
+  void on_node_warning(const NodeWarningEvent& event) override;
   /// \brief Sets redlock_held_locks.
   /// \param held The locks under the client's watchdog.
   void on_held(std::size_t held) override;
@@ -83,7 +87,13 @@ class MetricsObserver final : public Observer {
   };
 
   ::prometheus::Counter& node_errors(const std::string& node, const std::string& error);
-  ::prometheus::Gauge& node_up(const std::string& node);
+  // A node's series, made at zero when it is first seen (mutex_ held).
+  struct NodeSeries {
+    ::prometheus::Gauge* up = nullptr;
+    ::prometheus::Gauge* persistence_forgets = nullptr;
+    std::map<std::string, ::prometheus::Gauge*> refused;  // by reason
+  };
+  NodeSeries& node_series(const std::string& node);
 
   std::shared_ptr<::prometheus::Registry> registry_;
   std::vector<double> buckets_;
@@ -95,6 +105,8 @@ class MetricsObserver final : public Observer {
   ::prometheus::Family<::prometheus::Counter>& lost_family_;
   ::prometheus::Family<::prometheus::Counter>& node_errors_family_;
   ::prometheus::Family<::prometheus::Gauge>& node_up_family_;
+  ::prometheus::Family<::prometheus::Gauge>& node_refused_family_;
+  ::prometheus::Family<::prometheus::Gauge>& node_persistence_family_;
   ::prometheus::Family<::prometheus::Gauge>& held_family_;
   ::prometheus::Family<::prometheus::Gauge>& waiters_family_;
   ::prometheus::Family<::prometheus::Histogram>& wait_family_;
@@ -106,11 +118,11 @@ class MetricsObserver final : public Observer {
   ::prometheus::Counter& attempts_;
   ::prometheus::Gauge& held_;
   ::prometheus::Gauge& waiters_;
-  std::array<::prometheus::Counter*, 3> lost_{};  // by LostReason
+  std::array<::prometheus::Counter*, 5> lost_{};  // by LostReason
 
   std::mutex mutex_;  // guards the maps below (node events and failed votes: the rare paths)
   std::map<std::pair<std::string, std::string>, ::prometheus::Counter*> node_errors_;
-  std::map<std::string, ::prometheus::Gauge*> node_up_;
+  std::map<std::string, NodeSeries> nodes_;
 };
 
 }  // namespace redlock::prometheus
