@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 #include <string>
 #include <vector>
@@ -214,6 +217,43 @@ TEST_F(CliVerbs, PrefixAndTtlComeFromTheEnvironmentAndAFlagWins) {
   EXPECT_LE(pttl("cli:e"), 5'000);
   auto bad = cli({"--nodes", nodes, "acquire", "e"}, {"REDLOCK_TTL=soon"});
   EXPECT_EQ(bad.exit_code, 2);
+}
+
+TEST_F(CliVerbs, RunWritesItsMetricsForTheTextfileCollectorAndCountsALostLock) {
+  const std::string file = ::testing::TempDir() + "redlock-run-metrics.prom";
+  std::remove(file.c_str());
+  auto ok = cli({"--nodes", nodes, "-q", "run", "--metrics-file", file, "m", "true"});
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  auto text = run_process({"/bin/cat", file}).out;
+  for (const char* line : {"redlock_acquires_total{resource=\"m\",result=\"ok\"} 1",
+                           "redlock_releases_total{resource=\"m\",result=\"ok\"} 1",
+                           "redlock_lock_lost_total{resource=\"m\",reason=\"not_held\"} 0",
+                           "redlock_held_locks{resource=\"m\"} 0"})
+    EXPECT_TRUE(has(text, line)) << line << "\n" << text;
+  if (::access("/usr/bin/promtool", X_OK) == 0) {
+    auto check =
+        run_process({"/bin/sh", "-c", "exec /usr/bin/promtool check metrics < \"$0\"", file});
+    EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+  }
+
+  // The keys vanish while the command runs: the renewal finds them gone, the run ends with 4,
+  // and the file counts the loss.
+  Process run({REDLOCK_CLI_PATH, "--nodes", nodes, "-q", "--ttl", "900ms", "run", "--metrics-file",
+               file, "gone", "sleep", "10"});
+  ASSERT_TRUE(eventually([&] { return cluster.count_existing("redlock:gone") == 3; }, 5s));
+  for (std::size_t i = 0; i < 3; ++i) cluster[i].command({"DEL", "redlock:gone"});
+  auto lost = run.wait(15s);
+  EXPECT_EQ(lost.exit_code, 4) << lost.err;
+  text = run_process({"/bin/cat", file}).out;
+  EXPECT_TRUE(has(text, "redlock_lock_lost_total{resource=\"gone\",reason=\"not_held\"} 1"))
+      << text;
+  std::remove(file.c_str());
+
+  auto bad =
+      cli({"--nodes", nodes, "run", "--metrics-file", "/nonexistent/dir/m.prom", "x", "true"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_TRUE(has(bad.err, "--metrics-file")) << bad.err;
+  EXPECT_EQ(cluster.count_existing("redlock:x"), 0u);
 }
 
 }  // namespace

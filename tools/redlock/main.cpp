@@ -15,6 +15,7 @@
 #include "admin_verbs.hpp"
 #include "common.hpp"
 #include "lock_verbs.hpp"
+#include "metrics_file.hpp"
 #include "run.hpp"
 #include "show.hpp"
 #include "status.hpp"
@@ -155,6 +156,11 @@ int main(int argc, char** argv) {
                   "exit code when the lock is held by another (default 1)");
   run->add_option("--kill-after", run_options.kill_after,
                   "SIGKILL the command's process group this long after SIGTERM (default 5s)");
+  std::optional<std::string> metrics_file;
+  run->add_option("--metrics-file", metrics_file,
+                  "write the run's metrics to this file, for node_exporter's textfile "
+                  "collector (rewritten whole on each event)")
+      ->envname("REDLOCK_METRICS_FILE");
   std::optional<std::string> shell_command;
   run->add_option("-c,--command", shell_command,
                   "run this command line through /bin/sh -c (like flock -c), instead of "
@@ -224,6 +230,8 @@ int main(int argc, char** argv) {
       if (redlock::validate(config, message)) usage_error(message);
       return show->parsed() ? do_show(g, config, key, show_json) : do_list(g, config, list_options);
     }
+    if (run->parsed() && metrics_file)
+      config.observer = std::make_shared<TextfileObserver>(*metrics_file, key);
     redlock::Client client(config);
     if (run->parsed()) return do_run(g, client, key, run_options);
     if (acquire->parsed()) return do_acquire(g, client, key, acquire_wait, fencing);
