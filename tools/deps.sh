@@ -29,5 +29,21 @@ redlock_ensure_packages() {
   $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
+# The real peers of the migration test (tests/peers/node: node-redlock, pinned by its
+# package-lock.json): Node.js and npm from Debian when there is no npm yet, then `npm ci` once per
+# checkout (again when the lock file changed). A failure here fails the test command: the peer
+# tests would otherwise be skipped.
+redlock_ensure_peers() {
+  local dir="${1:-tests/peers/node}"
+  if ! command -v npm >/dev/null 2>&1; then
+    redlock_ensure_packages nodejs npm
+  fi
+  if [ ! -f "$dir/node_modules/.package-lock.json" ] ||
+     [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
+    echo "== installing the peers of the migration test (npm ci in $dir)"
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+  fi
+}
+
 # Jobs for the build: the machine's cores, at least 1.
 redlock_jobs() { nproc 2>/dev/null || echo 2; }

@@ -25,6 +25,7 @@ while [ $# -gt 0 ]; do
 done
 
 redlock_ensure_packages $REDLOCK_PACKAGES_BUILD $REDLOCK_PACKAGES_TEST
+redlock_ensure_peers
 
 if [ "$mode" = sanitize ]; then
   dir=build/sanitize
