@@ -38,26 +38,6 @@ constexpr Errc kRefusals[] = {Errc::node_not_master,   Errc::duplicate_node,
 constexpr Errc kAlertedErrors[] = {Errc::redis_oom, Errc::redis_readonly, Errc::redis_noperm,
                                    Errc::redis_masterdown, Errc::redis_noauth};
 
-// A connection that failed with one of these did not fail for the network: the node (or its
-// configuration) rules it out, and it stays so until fixed. As `redlock status` classifies.
-bool is_refusal(const std::error_code& error) {
-  if (!error || error.category() != error_category()) return false;
-  switch (static_cast<Errc>(error.value())) {
-    case Errc::not_connected:
-    case Errc::connect_failed:
-    case Errc::connect_timeout:
-    case Errc::request_timeout:
-    case Errc::connection_lost:
-    case Errc::redis_loading:
-    case Errc::redis_busy:
-    case Errc::shutting_down:
-    case Errc::node_restarting:  // waits out the restart guard: NodeState::restarting
-      return false;
-    default:
-      return true;
-  }
-}
-
 double seconds(std::chrono::microseconds d) { return static_cast<double>(d.count()) / 1e6; }
 
 // The value of a `result` or `error` label: "ok", an Errc's name, or the code's own message
@@ -244,7 +224,7 @@ void MetricsObserver::on_node(const NodeEvent& event) {
     // or down for the network, which redlock_node_up shows.
     const bool refused = (event.state == NodeState::refused || event.state == NodeState::backoff ||
                           event.state == NodeState::reconnecting) &&
-                         is_refusal(event.error);
+                         is_node_refusal(event.error);
     if (refused && series.refused.count(label_of(event.error)) == 0)
       series.refused[label_of(event.error)] =
           &node_refused_family_.Add({{"node", *event.address}, {"reason", label_of(event.error)}});

@@ -97,6 +97,16 @@ REDLOCK_API const char* errc_name(Errc e) noexcept;
 /// \return True for the codes of this category that stand for a Redis error reply.
 REDLOCK_API bool is_redis_reply_error(std::error_code ec) noexcept;
 
+/// \brief Whether a node's error rules the node out until something is fixed (it answered, but
+/// may not or cannot vote: a replica or a Cluster node, listed twice, within the restart guard,
+/// credentials or permissions refused, a TLS failure, a reply that is not Redis'), as opposed
+/// to a node that is unreachable or busy for now (a refused, timed out or lost connection,
+/// LOADING, BUSY). The one classification behind `redlock status`'s `refused` and `down`, the
+/// metric `redlock_node_refused` and the CLI's textfile metrics.
+/// \param ec A node's error (NodeStatus::error, NodeEvent::error, NodeVote::error).
+/// \return True for a refusal; false for no error, an unreachable node, or another category.
+REDLOCK_API bool is_node_refusal(std::error_code ec) noexcept;
+
 /// \brief Thrown only by the calls that say so (Config::from_node_list, Config::from_env,
 /// Client::Client, Mutex::lock). Carries the code and a message naming the bad part.
 class REDLOCK_API Error : public std::system_error {

@@ -40,6 +40,24 @@ const char* errc_name(Errc e) noexcept {
   return "unknown";
 }
 
+bool is_node_refusal(std::error_code ec) noexcept {
+  if (!ec || ec.category() != error_category()) return false;
+  switch (static_cast<Errc>(ec.value())) {
+    case Errc::not_connected:
+    case Errc::connect_failed:
+    case Errc::connect_timeout:
+    case Errc::request_timeout:
+    case Errc::connection_lost:
+    case Errc::redis_loading:
+    case Errc::redis_busy:
+    case Errc::shutting_down:
+    case Errc::cancelled:
+      return false;
+    default:
+      return true;
+  }
+}
+
 bool is_redis_reply_error(std::error_code ec) noexcept {
   if (ec.category() != error_category()) return false;
   auto v = ec.value();

@@ -13,17 +13,13 @@
 #include <sstream>
 #include <thread>
 
+#include "cli_support.hpp"
 #include "redis_server.hpp"
 
 namespace redlock::test {
 namespace {
 
 using namespace std::chrono_literals;
-
-ProcessResult cli(std::vector<std::string> args, std::vector<std::string> env = {}) {
-  args.insert(args.begin(), REDLOCK_CLI_PATH);
-  return run_process(args, env);
-}
 
 std::size_t count_of(const std::string& text, const std::string& part) {
   std::size_t n = 0;
@@ -64,16 +60,9 @@ std::pair<int, std::string> cli_with_stdout_closed(std::vector<std::string> args
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, text.str()};
 }
 
-class CliOperator : public ::testing::Test {
+class CliOperator : public CliTest {
  protected:
-  void SetUp() override {
-    for (int sig : {SIGINT, SIGQUIT, SIGHUP, SIGTERM}) ::signal(sig, SIG_DFL);
-  }
-  // The name acquire.lua gives the holder of `token`, worked out by a node itself.
-  std::string name_of(const std::string& token) {
-    return cluster[0].command(
-        {"EVAL", "return string.sub(redis.sha1hex(ARGV[1]), 1, 16)", "0", token});
-  }
+  std::string name_of(const std::string& token) { return holder_name_on(cluster[0], token); }
 
   RedisCluster cluster{3};
   std::string nodes = cluster.node_list();

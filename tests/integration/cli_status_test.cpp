@@ -9,19 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "cli_support.hpp"
 #include "redis_server.hpp"
 
 namespace redlock::test {
 namespace {
-
-ProcessResult cli(std::vector<std::string> args, std::vector<std::string> env = {}) {
-  args.insert(args.begin(), REDLOCK_CLI_PATH);
-  return run_process(args, env);
-}
-
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 // The text row of `address`.
 std::string row_of(const std::string& out, const std::string& address) {
@@ -30,11 +22,8 @@ std::string row_of(const std::string& out, const std::string& address) {
   return out.substr(at, out.find('\n', at) - at);
 }
 
-class CliStatus : public ::testing::Test {
+class CliStatus : public CliTest {
  protected:
-  void SetUp() override {
-    for (int sig : {SIGINT, SIGQUIT, SIGHUP, SIGTERM}) ::signal(sig, SIG_DFL);
-  }
   RedisCluster cluster{3};
 };
 

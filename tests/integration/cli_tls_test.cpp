@@ -4,15 +4,11 @@
 
 #include <regex>
 
+#include "cli_support.hpp"
 #include "redis_server.hpp"
 
 namespace redlock::test {
 namespace {
-
-ProcessResult cli(std::vector<std::string> args, std::vector<std::string> env = {}) {
-  args.insert(args.begin(), REDLOCK_CLI_PATH);
-  return run_process(args, env);
-}
 
 bool is_token_line(const std::string& out) {
   return std::regex_match(out, std::regex("[0-9a-f]{32}[.]\n"));

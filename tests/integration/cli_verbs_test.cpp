@@ -12,21 +12,13 @@
 #include <string>
 #include <vector>
 
+#include "cli_support.hpp"
 #include "redis_server.hpp"
 
 namespace redlock::test {
 namespace {
 
 using namespace std::chrono_literals;
-
-ProcessResult cli(std::vector<std::string> args, std::vector<std::string> env = {}) {
-  args.insert(args.begin(), REDLOCK_CLI_PATH);
-  return run_process(args, env);
-}
-
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 // True when `text` holds a raw control byte other than the line feeds that end lines.
 bool raw_control(const std::string& text) {
@@ -37,16 +29,9 @@ bool raw_control(const std::string& text) {
   return false;
 }
 
-class CliVerbs : public ::testing::Test {
+class CliVerbs : public CliTest {
  protected:
-  void SetUp() override {
-    for (int sig : {SIGINT, SIGQUIT, SIGHUP, SIGTERM}) ::signal(sig, SIG_DFL);
-  }
-  // The name acquire.lua gives the holder of `token`, worked out by a node itself.
-  std::string name_of(const std::string& token) {
-    return cluster[0].command(
-        {"EVAL", "return string.sub(redis.sha1hex(ARGV[1]), 1, 16)", "0", token});
-  }
+  std::string name_of(const std::string& token) { return holder_name_on(cluster[0], token); }
   std::string acquire(const std::string& key, std::vector<std::string> more = {}) {
     std::vector<std::string> args = {"--nodes", nodes, "--no-persistence-warning"};
     args.insert(args.end(), more.begin(), more.end());

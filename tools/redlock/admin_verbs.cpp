@@ -17,21 +17,6 @@
 namespace redlock::cli {
 namespace {
 
-std::string text_of(const redisReply* r) {
-  if (r == nullptr) return {};
-  if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS ||
-      r->type == REDIS_REPLY_ERROR)
-    return std::string(r->str, r->len);
-  if (r->type == REDIS_REPLY_INTEGER) return std::to_string(r->integer);
-  return {};
-}
-
-ReplyPtr must(NodeConnection& conn, const std::vector<std::string>& args) {
-  auto r = conn.command(args);
-  if (r->type == REDIS_REPLY_ERROR) throw std::runtime_error(text_of(r.get()));
-  return r;
-}
-
 // `text` as a glob that matches itself only: SCAN's MATCH treats * ? [ ] \ as special.
 std::string glob_literal(const std::string& text) {
   std::string out;
@@ -81,18 +66,18 @@ int do_list(const Globals& g, const Config& config, const ListOptions& o) {
         auto r = must(conn, {"SCAN", cursor, "MATCH", match, "COUNT", "1000"});
         if (r->type != REDIS_REPLY_ARRAY || r->elements != 2)
           throw std::runtime_error("SCAN answered with something other than [cursor, keys]");
-        cursor = text_of(r->element[0]);
+        cursor = reply_text(r->element[0]);
         const redisReply* keys = r->element[1];
         for (std::size_t k = 0; keys != nullptr && k < keys->elements; ++k) {
-          std::string key = text_of(keys->element[k]);
+          std::string key = reply_text(keys->element[k]);
           // Auxiliary keys (the line, turns, sign-ups, fence: keys.hpp) are not locks.
           if (!redlock::detail::usable_name(key)) continue;
           if (locks.count(key) == 0 && locks.size() >= o.limit) {
             cut = true;
             continue;
           }
-          if (text_of(must(conn, {"TYPE", key}).get()) != "string") continue;
-          std::string value = text_of(must(conn, {"GET", key}).get());
+          if (reply_text(must(conn, {"TYPE", key}).get()) != "string") continue;
+          std::string value = reply_text(must(conn, {"GET", key}).get());
           if (all_digits(value)) continue;  // a fence counter of older scripts ("<key>:fence")
           Held h;
           h.holder = holder_name(value);
@@ -201,10 +186,10 @@ int do_break(const Globals& g, Client& client, const std::string& key, const Bre
     try {
       NodeConnection conn(config.nodes[i], config.tls, config.connect_timeout,
                           std::max(config.request_timeout, Milliseconds(1000)));
-      const std::string type = text_of(must(conn, {"TYPE", lock_key}).get());
+      const std::string type = reply_text(must(conn, {"TYPE", lock_key}).get());
       ++read;
       if (type != "string") continue;
-      std::string value = text_of(must(conn, {"GET", lock_key}).get());
+      std::string value = reply_text(must(conn, {"GET", lock_key}).get());
       if (!value.empty() && value.back() == redlock::detail::kWaitedFor)
         value.back() = redlock::detail::kNobodyWaits;
       tokens.emplace(value, holder_name(value));

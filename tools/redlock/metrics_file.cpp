@@ -36,13 +36,6 @@ std::string number(double v) {
   return buf;
 }
 
-// As redlock_status classifies: a node that answered but may not vote.
-bool is_refusal(const std::error_code& e) {
-  return e && e != Errc::not_connected && e != Errc::connect_failed && e != Errc::connect_timeout &&
-         e != Errc::request_timeout && e != Errc::connection_lost && e != Errc::redis_loading &&
-         e != Errc::redis_busy && e != Errc::shutting_down && e != Errc::node_restarting;
-}
-
 }  // namespace
 
 TextfileObserver::TextfileObserver(std::string path, std::string resource)
@@ -106,7 +99,7 @@ void TextfileObserver::on_node(const NodeEvent& e) {
     node_persistence_[node] = 0;
   const bool refused = (e.state == NodeState::refused || e.state == NodeState::backoff ||
                         e.state == NodeState::reconnecting) &&
-                       is_refusal(e.error);
+                       is_node_refusal(e.error);
   for (auto& [key, value] : node_refused_)
     if (key.first == node) value = 0;
   if (refused) node_refused_[{node, label_of(e.error)}] = 1;

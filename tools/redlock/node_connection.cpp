@@ -219,4 +219,19 @@ ReplyPtr NodeConnection::command(const std::vector<std::string>& args) {
   fail("reply too large");
 }
 
+std::string reply_text(const redisReply* r) {
+  if (r == nullptr) return {};
+  if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS ||
+      r->type == REDIS_REPLY_ERROR)
+    return std::string(r->str, r->len);
+  if (r->type == REDIS_REPLY_INTEGER) return std::to_string(r->integer);
+  return {};
+}
+
+ReplyPtr must(NodeConnection& conn, const std::vector<std::string>& args) {
+  auto r = conn.command(args);
+  if (r->type == REDIS_REPLY_ERROR) throw std::runtime_error(reply_text(r.get()));
+  return r;
+}
+
 }  // namespace redlock::cli

@@ -19,6 +19,15 @@ namespace redlock::cli {
 
 using ReplyPtr = std::unique_ptr<redisReply, decltype(&freeReplyObject)>;
 
+class NodeConnection;
+
+// The text of a string, status, error or integer reply; empty for any other (or none).
+std::string reply_text(const redisReply* r);
+
+// The reply to `args` on `conn`; throws std::runtime_error with the node's words for an error
+// reply (and as NodeConnection::command does when the node cannot be reached).
+ReplyPtr must(NodeConnection& conn, const std::vector<std::string>& args);
+
 class NodeConnection {
  public:
   // Connects (within connect_timeout), shakes hands, authenticates and selects the database;

@@ -14,22 +14,6 @@
 namespace redlock::cli {
 namespace {
 
-std::string text_of(const redisReply* r) {
-  if (r == nullptr) return {};
-  if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS ||
-      r->type == REDIS_REPLY_ERROR)
-    return std::string(r->str, r->len);
-  if (r->type == REDIS_REPLY_INTEGER) return std::to_string(r->integer);
-  return {};
-}
-
-// The reply; throws the node's words for an error reply.
-ReplyPtr must(NodeConnection& conn, std::initializer_list<std::string> args) {
-  auto r = conn.command(args);
-  if (r->type == REDIS_REPLY_ERROR) throw std::runtime_error(text_of(r.get()));
-  return r;
-}
-
 std::string digest(const std::string& text) { return redlock::detail::token_digest(text); }
 
 // The auxiliary key of `kind`: keys.hpp's name, or the legacy "<key>:<kind>" of older scripts
@@ -37,10 +21,10 @@ std::string digest(const std::string& text) { return redlock::detail::token_dige
 std::pair<std::string, std::string> aux(NodeConnection& conn, const std::string& lock_key,
                                         std::string_view kind, NodeView& view) {
   std::string key = redlock::detail::aux_key(lock_key, kind);
-  std::string type = text_of(must(conn, {"TYPE", key}).get());
+  std::string type = reply_text(must(conn, {"TYPE", key}).get());
   if (type != "none") return {key, type};
   std::string legacy = lock_key + ":" + std::string(kind);
-  std::string legacy_type = text_of(must(conn, {"TYPE", legacy}).get());
+  std::string legacy_type = reply_text(must(conn, {"TYPE", legacy}).get());
   if (legacy_type != "none") {
     view.notes.push_back(std::string(kind) + " read under its legacy name '" + legacy + "'");
     return {legacy, legacy_type};
@@ -49,9 +33,9 @@ std::pair<std::string, std::string> aux(NodeConnection& conn, const std::string&
 }
 
 void read_node(NodeConnection& conn, const std::string& lock_key, NodeView& v) {
-  v.type = text_of(must(conn, {"TYPE", lock_key}).get());
+  v.type = reply_text(must(conn, {"TYPE", lock_key}).get());
   if (v.type == "string") {
-    std::string value = text_of(must(conn, {"GET", lock_key}).get());
+    std::string value = reply_text(must(conn, {"GET", lock_key}).get());
     v.holder = holder_name(value);
     v.waited_for = !value.empty() && value.back() == '!';
   }
@@ -60,14 +44,14 @@ void read_node(NodeConnection& conn, const std::string& lock_key, NodeView& v) {
   auto now = must(conn, {"TIME"});
   long long node_ms = 0;
   if (now->type == REDIS_REPLY_ARRAY && now->elements == 2)
-    node_ms =
-        std::stoll(text_of(now->element[0])) * 1000 + std::stoll(text_of(now->element[1])) / 1000;
+    node_ms = std::stoll(reply_text(now->element[0])) * 1000 +
+              std::stoll(reply_text(now->element[1])) / 1000;
 
   auto [queue, queue_type] = aux(conn, lock_key, redlock::detail::kQueue, v);
   if (queue_type == "zset") {
     auto r = must(conn, {"ZRANGE", queue, "0", "-1", "WITHSCORES"});
     for (std::size_t i = 0; i + 1 < r->elements; i += 2)
-      v.line.push_back({digest(text_of(r->element[i])), text_of(r->element[i + 1])});
+      v.line.push_back({digest(reply_text(r->element[i])), reply_text(r->element[i + 1])});
   } else if (queue_type != "none") {
     v.notes.push_back("the line's key holds a " + queue_type + ", not a sorted set");
   }
@@ -77,12 +61,12 @@ void read_node(NodeConnection& conn, const std::string& lock_key, NodeView& v) {
     for (std::size_t i = 0; i + 1 < r->elements; i += 2) {
       long long due = 0;
       try {
-        due = std::stoll(text_of(r->element[i + 1]));
+        due = std::stoll(reply_text(r->element[i + 1]));
       } catch (const std::exception&) {
         v.notes.push_back("a turn with a due time that is not a number");
         continue;
       }
-      v.turns.push_back({digest(text_of(r->element[i])), due - node_ms});
+      v.turns.push_back({digest(reply_text(r->element[i])), due - node_ms});
     }
   } else if (turns_type != "none") {
     v.notes.push_back("the turns' key holds a " + turns_type + ", not a hash");
@@ -95,16 +79,16 @@ void read_node(NodeConnection& conn, const std::string& lock_key, NodeView& v) {
     for (std::size_t i = 0; i + 1 < r->elements; i += 2) {
       long long ends = 0;
       try {
-        ends = std::stoll(text_of(r->element[i + 1]));
+        ends = std::stoll(reply_text(r->element[i + 1]));
       } catch (const std::exception&) {
       }
-      if (ends > node_ms) v.others.push_back(digest(text_of(r->element[i])));
+      if (ends > node_ms) v.others.push_back(digest(reply_text(r->element[i])));
     }
     std::sort(v.others.begin(), v.others.end());
   } else if (others_type == "set") {  // the sign-ups of older scripts, without a lapse time
     auto r = must(conn, {"SMEMBERS", others});
     for (std::size_t i = 0; i < r->elements; ++i)
-      v.others.push_back(digest(text_of(r->element[i])));
+      v.others.push_back(digest(reply_text(r->element[i])));
     std::sort(v.others.begin(), v.others.end());
   } else if (others_type != "none") {
     v.notes.push_back("the others' key holds a " + others_type);
@@ -115,7 +99,7 @@ void read_node(NodeConnection& conn, const std::string& lock_key, NodeView& v) {
   v.waited_for = v.marked && (!v.line.empty() || !v.others.empty());
   auto [fence, fence_type] = aux(conn, lock_key, redlock::detail::kFence, v);
   if (fence_type == "string")
-    v.fence = text_of(must(conn, {"GET", fence}).get());
+    v.fence = reply_text(must(conn, {"GET", fence}).get());
   else if (fence_type != "none")
     v.notes.push_back("the fence key holds a " + fence_type + ", not a counter");
 }

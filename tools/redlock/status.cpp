@@ -13,14 +13,9 @@ namespace redlock::cli {
 
 VoteState vote_state(bool up, std::error_code error) {
   if (up) return VoteState::up;
-  // Nothing answered in time, or the connection would not stay: the node may be fine and the
-  // network not, or it is gone. Everything else is an answer that rules the node out.
-  if (error == Errc::not_connected || error == Errc::connect_failed ||
-      error == Errc::connect_timeout || error == Errc::request_timeout ||
-      error == Errc::connection_lost || error == Errc::redis_loading || error == Errc::redis_busy ||
-      error == Errc::shutting_down)
-    return VoteState::down;
-  return VoteState::refused;
+  // An answer that rules the node out (redlock::is_node_refusal), or nothing in time: the node
+  // may be fine and the network not, or it is gone.
+  return redlock::is_node_refusal(error) ? VoteState::refused : VoteState::down;
 }
 
 const char* to_string(VoteState s) {
