@@ -30,8 +30,7 @@ void World::draw_scenario() {
   if (opt_.only) enabled_ = std::set<std::string>(opt_.faults.begin(), opt_.faults.end());
   if (on(kMultiHold)) hold_resources_ = kHoldResources;
 
-  // Odd and even counts (an even one has no spare vote: a quorum of 2 of 2, 3 of 4, 4 of 6).
-  static const std::vector<int> node_counts = {1, 2, 3, 3, 4, 5, 5, 6, 7};
+  static const std::vector<int> node_counts = {1, 3, 3, 3, 5, 5, 5};
   std::size_t n = static_cast<std::size_t>(rng_.pick(node_counts));
   int clients = static_cast<int>(rng_.range(2, 6));
   static const std::vector<int> ttls = {300, 500, 1000};
