@@ -1,0 +1,87 @@
+// Checkers 4 and 5 while the run goes on (docs/simulation.md, "The checkers"): a free key is
+// granted to a live waiter within the bound; no lock key has more time left than the largest lease.
+
+#include "../world_impl.hpp"
+
+namespace redlock::sim::internal {
+
+void World::liveness_probe() {
+  // Checker 4: where no fault is on, a key gone from every node is granted to a live waiter
+  // within bound_free_.
+  if (now_ >= end_) return;
+  // Every 25 ms while anybody may wait; once every operation is over, only the lock keys' ttls
+  // are left to watch, at a slower pace.
+  bool busy = now_ < active_end_;
+  for (const auto& cl : clients_) busy = busy || (cl.alive && cl.has_op);
+  at(now_ + (busy ? 25 : 250) * kMs, [this] { liveness_probe(); });
+  // Checker 5, lock keys: no lock key lives longer than the largest lease any client asks
+  // for (a lock prolonged by somebody else's script outlives its purpose).
+  std::vector<std::string> lock_names = resources_;
+  lock_names.insert(lock_names.end(), hold_resources_.begin(), hold_resources_.end());
+  for (const auto& r : lock_names) {
+    if (long_keys_reported_.count(r) != 0) continue;
+    for (std::size_t n = 0; n < nodes_.size(); ++n) {
+      if (!nodes_[n].up) continue;
+      auto k = nodes_[n].redis->key(prefix_ + r, node_ms(n));
+      if (!k || k->type != KeyType::string) continue;
+      if (k->pttl > max_ttl_.count() + 1 || k->pttl == -1) {
+        long_keys_reported_.insert(r);
+        violation("checker 5: lock key " + prefix_ + r + " on n" + std::to_string(n) + " has " +
+                  std::to_string(k->pttl) + " ms left, more than any lease (" +
+                  std::to_string(max_ttl_.count()) + " ms)");
+        break;
+      }
+    }
+  }
+  if (now_ < faulty_until_) {
+    free_since_.clear();
+    waited_while_free_.clear();
+    return;
+  }
+  for (const auto& r : resources_) {
+    bool free = true;
+    for (std::size_t n = 0; n < nodes_.size() && free; ++n)
+      free = nodes_[n].up && !nodes_[n].redis->key(prefix_ + r, node_ms(n)).has_value();
+    if (!free) {
+      free_since_.erase(r);
+      waited_while_free_.erase(r);
+      continue;
+    }
+    auto it = free_since_.emplace(r, now_).first;
+    Us since = it->second;
+    // Every live waiter seen in line for r while it is free: one that has given up since
+    // (its late request timed out) may still have had its turn in this stretch.
+    auto& seen = waited_while_free_[r];
+    for (const auto& other : clients_)
+      if (other.alive && other.has_op && other.op.waiting && other.op.resources.size() == 1 &&
+          other.op.resources[0] == r)
+        seen[{other.index, other.op.step}] = other.op.wait_start;
+    if (now_ - since < bound_free_ || liveness_reported_.count(r) != 0) continue;
+    for (const auto& cl : clients_) {
+      const auto& op = cl.op;
+      if (!cl.alive || !cl.has_op || !op.waiting || op.resources.size() != 1 ||
+          op.resources[0] != r || op.kind == OpKind::cancel)
+        continue;
+      if (op.wait_start > since || op.wait_deadline_true < now_ + 10 * kMs) continue;
+      if (cl.paused_until > since) continue;
+      // The bound counts this waiter's own request timeout: a request lost to a fault that has
+      // just healed is answered by its timeout. Every live waiter ahead of it in the line (it
+      // began to wait earlier: places are start times) may let one turn of its own run out
+      // first (a waiter that is slow to come, not gone: its channel still listens), so each
+      // adds one turn, its notice and its request.
+      std::size_t ahead = 0;
+      for (const auto& [who, began] : seen)
+        if (who.first != cl.index && began < op.wait_start) ++ahead;
+      Us bound = bound_free_ + 2 * (cl.config.request_timeout.count() - 200) * kMs +
+                 static_cast<Us>(ahead) * (kTurnCap + 2 * 200 * kMs);
+      if (now_ - since < bound) continue;
+      liveness_reported_.insert(r);
+      violation("checker 4: " + r + " free on every node since " + fmt_t(since) + " (" +
+                std::to_string((now_ - since) / kMs) + " ms, bound " + std::to_string(bound / kMs) +
+                " ms) while c" + std::to_string(cl.index) + " waits for it");
+      break;
+    }
+  }
+}
+
+}  // namespace redlock::sim::internal

@@ -1,0 +1,477 @@
+// The simulator's world inside (docs/simulation.md, "Parts"): the fault kinds, the
+// generators, the state of nodes, clients and connections, and the World class, whose member
+// functions are defined by concept: world.cpp (the event queue and a run), scenario.cpp,
+// clients.cpp and workload.cpp and multi_hold.cpp (the workloads), network.cpp and
+// connections.cpp (the network), faults.cpp, trace.cpp, checkers/*.cpp. Private to sim/world.
+#pragma once
+
+#include "world.hpp"
+
+#include <hiredis/hiredis.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <queue>
+#include <random>
+#include <set>
+#include <sstream>
+#include <variant>
+
+#include "../../lib/core/keys.hpp"
+#include "../../lib/core/quorum.hpp"
+#include "../../lib/core/replies.hpp"
+#include "../../lib/core/safeguards.hpp"
+#include "../../lib/core/session.hpp"
+#include "brain.hpp"
+#include "hiredis_reply.hpp"
+#include "node.hpp"
+#include "scripts.hpp"
+
+#include "clock.hpp"
+
+namespace redlock::sim::internal {
+
+// The nodes' clocks read like wall clocks (TIME in the scripts): ms since the epoch.
+constexpr std::int64_t kEpochMs = 1'767'225'600'000;
+// The longest a turn may hold a free key for a waiter that does not come (checker 4): the
+// protocol must cap a turn at this, whatever the waiter's ticket asks for, and end it once its
+// listener is gone: acquire.lua's and release.lua's MAX_TURN, and their PUBSUB NUMSUB.
+constexpr std::int64_t kTurnCap = 2000 * 1000;
+// The same cap in the nodes' milliseconds: no turn a script records or answers ends later.
+constexpr std::int64_t kTurnCapMs = 2000;
+// The ttls an extend asks for, in percent of the holder's lease: shorter, the same, longer. The
+// longest counts as a lease in use (checker 5's bound, the restart guard).
+const std::vector<int> kExtendPercents = {25, 50, 100, 100, 150};
+constexpr int kExtendMaxPercent = 150;
+
+const std::vector<std::string> kFaultKinds = {
+    "crash_keep",  // node crash, restart with its data (persistence)
+    "crash_wipe",  // node crash, restart without data: late, or early behind the restart guard
+    "pause",       // client stalls (GC) longer than its lease
+    "slow",        // a node answers slowly for a while
+    "reset",       // a client's connection to a node resets (in-flight requests fail)
+    "partition",   // a node unreachable for a while (requests time out)
+    "clock_jump",  // node and client clocks jump, within the drift allowance
+    "die",         // a client dies while waiting in line or holding (its turn may be running)
+    "oom",         // a node at maxmemory for a while
+    "noscript",    // connections do not load the scripts first: EVALSHA meets NOSCRIPT
+    "long_turn",   // a client whose turn length (its request timeout) is long
+    "collide",     // resource names that are other resources' auxiliary keys (r, r:turns, ...)
+    "odd_reply",   // a node answers acquires with replies of other shapes, without running them
+    "multi_hold",  // a client holds several locks renewed in one batch; one's keys change type
+    "hostile",     // another program's values on a node: a string at a line's turns, a ticket
+    "replica",     // one node is a (writable) replica: its INFO says role:slave
+    "late_grant",  // a client stalls right after an acquire or write-back leaves, for most of a ttl
+};
+// multi_hold, hostile with replica, and late_grant are each drawn, and draw all they need, from a
+// generator of their own: with them off, a seed runs bit for bit as it did before the kind
+// existed, so adding a kind does not move every other seed's scenario. (Where one is on, the run
+// differs; a recorded mutant killer, tools/mutants_killers.tsv, is recorded again with
+// `tools/mutants.py --sim-only --record` whenever the world changes.)
+const std::string kMultiHold = "multi_hold";
+constexpr std::uint64_t kHostileSeed = 0x686f737469cb2d25ull;
+constexpr std::uint64_t kLateGrantSeed = 0x6c617465677261ull;
+inline bool own_draws(const std::string& kind) {
+  return kind == "hostile" || kind == "replica" || kind == "late_grant";
+}
+constexpr std::uint64_t kMultiHoldSeed = 0x6d756c74696c6335ull;
+// The resources a multi_hold operation locks, each with its own acquire, token and lease.
+const std::vector<std::string> kHoldResources = {"m0", "m1", "m2"};
+
+// ---------------------------------------------------------------------------------------------
+// Randomness: one generator per run.
+
+struct Rng {
+  std::mt19937_64 g;
+  explicit Rng(std::uint64_t seed) : g(seed) {}
+  std::uint64_t next() { return g(); }
+  // Uniform in [lo, hi] (the modulo bias is irrelevant at these ranges).
+  std::int64_t range(std::int64_t lo, std::int64_t hi) {
+    return lo + static_cast<std::int64_t>(g() % static_cast<std::uint64_t>(hi - lo + 1));
+  }
+  bool chance(double p) { return static_cast<double>(g() >> 11) * 0x1.0p-53 < p; }
+  template <class T>
+  const T& pick(const std::vector<T>& v) {
+    return v[g() % v.size()];
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// The world.
+
+struct Pending {
+  RequestId id = 0;
+  std::shared_ptr<const proto::Request> request;
+  bool as_eval = false;
+  bool reply_wanted = true;
+  Us deadline = 0;  // local time: its request timeout
+};
+
+// The tag of a connection's handshake (INFO): requests' tags count from 1.
+constexpr std::uint64_t kHandshakeTag = 0;
+
+struct Conn {            // a client's command connection to one node
+  std::uint64_t id = 0;  // the node's connection id; 0: closed
+  std::uint64_t epoch = 0;
+  std::uint64_t incarnation = 0;
+  bool loaded = false;            // the scripts were loaded on it
+  bool in_session = false;        // its INFO was answered and judged (lib/core/session.hpp)
+  Us to_node = 0, to_client = 0;  // FIFO: the last arrival each way
+  // Local time from which the restart guard lets acquires through. The node's, as in
+  // lib/net/node.cpp: a new connection keeps the last session's until its own INFO is judged.
+  Us eligible_at = 0;
+  std::map<std::uint64_t, Pending> pending;  // by tag, held ones too
+  std::vector<std::uint64_t> held;           // tags waiting for the session, in sending order
+};
+
+struct SubConn {  // a client's subscriber connection to one node
+  std::uint64_t id = 0;
+  std::uint64_t epoch = 0;
+  Us to_node = 0, to_client = 0;
+  bool reconnecting = false;
+};
+
+struct Claim {
+  int client = 0;
+  std::vector<std::string> resources;
+  Us start = 0;
+  Us end = -1;  // exclusive; -1 while open
+  Us deadline_local = 0;
+  std::uint64_t fence = 0;
+  bool fenced = false;
+  std::string token;
+};
+
+enum class OpKind { try_acquire, wait, fenced, hold, multi, cancel, multi_hold };
+inline const char* op_name(OpKind k) {
+  switch (k) {
+    case OpKind::try_acquire:
+      return "try_acquire";
+    case OpKind::wait:
+      return "wait";
+    case OpKind::fenced:
+      return "fenced";
+    case OpKind::hold:
+      return "hold";
+    case OpKind::multi:
+      return "multi";
+    case OpKind::cancel:
+      return "cancel";
+    case OpKind::multi_hold:
+      return "multi_hold";
+  }
+  return "?";
+}
+
+// One lock of a multi_hold operation: its own acquire, claim and watchdog lease.
+struct HeldPart {
+  std::string resource;
+  std::uint64_t job = 0;
+  bool waiting = true, granted = false, ended = false;
+  Lock lock;
+  int claim = -1;
+  std::uint64_t lease = 0;
+};
+
+struct UserOp {
+  OpKind kind = OpKind::try_acquire;
+  std::vector<std::string> resources;
+  std::uint64_t job = 0;
+  bool waiting = false, granted = false, done = false;
+  bool extending = false;  // an extend is on its way; its result schedules the release
+  Us wait_start = 0;
+  Us wait_deadline_true = 0;
+  Lock lock;
+  int claim = -1;
+  std::uint64_t lease = 0;
+  std::uint64_t step = 0;       // invalidates scheduled steps of an earlier stage
+  std::vector<HeldPart> parts;  // multi_hold: several locks (then job, lock, claim, lease unused)
+};
+
+struct ClientState {
+  int index = 0;
+  Config config;
+  SimClock clock;
+  std::string turn_channel;
+  std::unique_ptr<Brain> brain;
+  bool alive = true;
+  Us paused_until = 0;
+  Us last_pause_end = -1;
+  bool die_on_turn = false;
+  std::vector<Conn> conns;
+  std::vector<SubConn> subs;
+  std::set<std::string> channels;
+  std::map<proto::TimerId, std::pair<Us, std::uint64_t>> timers;  // id -> (local at, generation)
+  std::uint64_t timer_gen = 0;
+  UserOp op;
+  bool has_op = false;
+  int ops_done = 0;
+};
+
+struct NodeState {
+  std::unique_ptr<RedisNode> redis;
+  SimClock clock;
+  bool up = true;
+  std::uint64_t incarnation = 0;
+  Us busy_until = 0;
+  Us slow_until = 0;
+  Us isolated_until = 0;
+  Us odd_until = 0;  // answers acquires with odd shapes until then (odd_reply)
+  Us down_since = 0;
+  std::set<std::uint64_t> open;  // node-side open connection ids
+};
+
+struct ConnRef {
+  int client;
+  std::size_t node;
+  bool sub;
+};
+
+struct Event {
+  Us t;
+  std::uint64_t seq;
+  std::function<void()> fn;
+};
+struct Later {
+  bool operator()(const Event& a, const Event& b) const {
+    return a.t != b.t ? a.t > b.t : a.seq > b.seq;
+  }
+};
+
+class World {
+ public:
+  explicit World(const RunOptions& o)
+      : opt_(o),
+        rng_(o.seed ^ 0x9e3779b97f4a7c15ull),
+        hold_rng_(o.seed ^ kMultiHoldSeed),
+        hostile_rng_(o.seed ^ kHostileSeed),
+        late_rng_(o.seed ^ kLateGrantSeed) {}
+
+  RunResult run();
+
+ private:
+  // --- queue ---
+  void at(Us t, std::function<void()> fn) {
+    queue_.push(Event{std::max(t, now_), ++seq_, std::move(fn)});
+  }
+  // --- trace (trace.cpp) ---
+  // A line of the readable trace (with RunOptions::trace), stamped with the true time.
+  void trace(const std::string& line);
+  // A checker's finding: kept (the first 20) and traced.
+  void violation(const std::string& what);
+
+  // --- scenario ---
+  void draw_scenario();
+  bool on(const std::string& kind) const { return enabled_.count(kind) != 0; }
+  Us delay() {  // one message's network delay
+    Us d = rng_.range(50, 400);
+    if (rng_.chance(0.05)) d += rng_.range(1 * kMs, 20 * kMs);
+    return d;
+  }
+
+  // --- clients ---
+  Us local(const ClientState& c) const { return c.clock.local(now_); }
+  Clock::time_point cnow(const ClientState& c) const { return tp(local(c)); }
+  // Runs `fn` for client c at true time t, as the client: not while it is paused (then when the
+  // pause ends, in order), never after it died.
+  void client_at(int c, Us t, std::function<void()> fn) {
+    at(t, [this, c, fn = std::move(fn)]() mutable { client_run(c, std::move(fn)); });
+  }
+  void client_run(int c, std::function<void()> fn) {
+    auto& cl = clients_[c];
+    if (!cl.alive) return;
+    if (now_ < cl.paused_until) {
+      at(cl.paused_until,
+         [this, c, fn = std::move(fn)]() mutable { client_run(c, std::move(fn)); });
+      return;
+    }
+    fn();
+  }
+  void apply(int c, Actions& out);
+  void start_op(int c);
+  void op_granted(int c, const AcquireResult& r);
+  void op_end(int c, bool release);
+  void schedule_next_op(int c);
+  void user_step(int c, std::uint64_t step, std::function<void()> fn, Us after_local);
+  void storage_write(int c);
+  void kill(int c, const std::string& why);
+  void close_claim(UserOp& op, Us cap);
+  void expect_lost(int c, std::uint64_t lease);
+  void check_lost(int c, std::uint64_t lease, const Lock& lock, LostReason reason);
+  void watched(int c, std::uint64_t lease);
+  void check_backed(int c, const Lock& lock, const char* what);
+  void schedule_release(int c, Us within);
+  // multi_hold
+  void start_multi_hold(int c);
+  void part_delivered(int c, HeldPart& part, const AcquireResult& r);
+  void part_end(int c, HeldPart& part, bool release);
+  void hold_all_in(int c);
+  void overwrite_with_hash(int c, std::uint64_t step, std::size_t part,
+                           std::vector<std::size_t> nodes, int tries);
+  void close_claim(int claim, Us cap);
+
+  // --- network ---
+  void send(int c, const proto::Send& s);
+  void late_stall(int c, const proto::Request& r);
+  void send_one(int c, std::size_t n, RequestId id, std::shared_ptr<const proto::Request> req,
+                bool reply_wanted);
+  void transmit(int c, std::size_t n, std::uint64_t tag);
+  void node_receive(int c, std::size_t n, std::uint64_t conn_id, std::uint64_t epoch,
+                    std::uint64_t tag, std::vector<std::string> argv, bool ghost, bool load);
+  void client_receive(int c, std::size_t n, std::uint64_t epoch, std::uint64_t tag, Value reply);
+  void fail(int c, std::size_t n, std::uint64_t tag, Errc why, const std::string& detail);
+  // The connection broke; with_subscriber: the subscriber connection to that node too (a reset,
+  // a crash), not when only the command connection's handshake timed out (lib/net/node.cpp).
+  void fail_conn(int c, std::size_t n, Errc why, bool with_subscriber = true);
+  // A new connection's handshake: INFO to the node, its reply judged on the way back.
+  void handshake(int c, std::size_t n);
+  void begin_session(int c, std::size_t n, Value info);
+  bool cut(int c, std::size_t n) const {
+    const auto& nd = nodes_[n];
+    return now_ < nd.isolated_until || cuts_.count({c, n}) != 0;
+  }
+  void deliver_pubsub(std::size_t n);
+  void sub_connect(int c, std::size_t n);
+  void sub_send(int c, std::size_t n, const std::string& verb, const std::string& channel);
+  // A reply of another shape than the acquire script's: {1, fence} is a grant, {0, ...} a no.
+  Value odd_reply() {
+    using V = Value;
+    switch (rng_.range(0, 7)) {
+      case 0:
+        return V::array({V::integer(1)});
+      case 1:
+        return V::array({V::integer(1), V::bulk("7")});
+      case 2:
+        return V::array({V::integer(1), V::integer(-1)});
+      case 3:
+        return V::array({V::integer(1), V::integer(3), V::bulk("x")});
+      case 4:
+        return V::array({V::integer(2), V::integer(0)});
+      case 5:
+        return V::integer(1);
+      case 6:
+        return V::status("OK");
+      default:
+        return V::array({});
+    }
+  }
+  std::int64_t node_ms(std::size_t n) const { return kEpochMs + nodes_[n].clock.local(now_) / kMs; }
+  std::vector<std::string> argv_of(const proto::Request& r, bool as_eval) const;
+
+  // --- faults ---
+  void schedule_faults();
+  void crash(std::size_t n, bool keep, Us down_for);
+  void restart(std::size_t n, bool keep);
+  void trigger_control();
+
+  // --- checks ---
+  void liveness_probe();
+  void check_script(int c, std::size_t n, const std::vector<std::string>& argv, const Value& reply);
+  void plant_hostile(std::size_t n, bool ticket);
+  void check_turn_heard(int c, const std::string& channel, const std::string& message,
+                        const Actions& out);
+  void faulty(Us until) {
+    faulty_until_ = std::max(faulty_until_, until);
+    ++disturbances_;
+  }
+  void final_checks();
+
+  RunOptions opt_;
+  Rng rng_;
+  Rng hold_rng_;       // multi_hold's own draws (kMultiHoldSeed)
+  Rng hostile_rng_;    // hostile's and replica's own draws (kHostileSeed)
+  Rng late_rng_;       // late_grant's own draws (kLateGrantSeed)
+  int late_left_ = 0;  // late_grant's stalls still to come
+  std::priority_queue<Event, std::vector<Event>, Later> queue_;
+  Us now_ = 0;
+  std::uint64_t seq_ = 0;
+  std::uint64_t events_ = 0, scripts_ = 0;
+  std::string trace_;
+  std::vector<std::string> violations_;
+  std::string summary_;
+
+  // Scenario.
+  std::set<std::string> enabled_;
+  std::vector<NodeState> nodes_;
+  std::vector<ClientState> clients_;
+  std::vector<std::string> resources_;
+  Milliseconds ttl_{500};
+  Milliseconds max_ttl_{500};
+  Milliseconds max_wait_{2000};
+  Milliseconds max_turn_{200};
+  bool guard_ = false;  // the clients enforce the restart guard
+  Us active_end_ = 0, end_ = 0;
+  Us bound_free_ = 0;  // liveness bound (checker 4)
+  bool control_done_ = false;
+  Us faulty_until_ = 0;  // liveness is judged only where no fault is on (checker 4)
+  // Faults begun and clocks jumped so far: checker 9 judges a lease only if none came meanwhile.
+  std::uint64_t disturbances_ = 0;
+  std::vector<std::string> hold_resources_;  // with multi_hold: kHoldResources
+  std::set<std::string> long_keys_reported_;
+  std::string prefix_ = Config().key_prefix;
+
+  std::uint64_t next_conn_id_ = 1;
+  std::uint64_t next_tag_ = 1;
+  std::map<std::uint64_t, ConnRef> conn_owner_;
+  // Checker 5's order oracle: (connection id, token) of every clean-up (release) that ran.
+  std::set<std::pair<std::uint64_t, std::string>> cleaned_up_;
+  std::set<std::pair<int, std::size_t>> cuts_;
+
+  // Checkers' records.
+  std::vector<Claim> claims_;
+  struct Write {
+    int claim;
+    Us t;
+  };
+  std::map<std::string, std::uint64_t> storage_max_;
+  std::vector<Write> accepted_;
+  std::map<std::string, Us> free_since_;
+  // Per resource free on every node: the waiters in line seen meanwhile, (client, op) -> start.
+  std::map<std::string, std::map<std::pair<int, std::uint64_t>, Us>> waited_while_free_;
+  std::set<std::string> liveness_reported_;
+  // Checker 9: per (client, lease) watched in calm, the true time it was watched and the
+  // disturbances until then.
+  std::map<std::pair<int, std::uint64_t>, std::pair<Us, std::uint64_t>> calm_watches_;
+  // Checker 10: the strings another program put on a node (hostile) with the expiry it gave
+  // them (node ms): no script may raise it.
+  struct Planted {
+    std::size_t node;
+    std::string key, value;
+    std::int64_t deadline_ms;
+  };
+  std::vector<Planted> planted_;
+  std::set<std::string> reported10_;  // one violation of checker 10 per rule and key
+  // Per (client, job) of an acquire: true from the time it sends an attempt until it arms a timer
+  // for the next one (longer than a fill-in's 1 ms): then it sits between attempts.
+  std::map<std::pair<int, std::uint64_t>, bool> attempting_;
+};
+
+// The FNV-1a hash of a trace (trace.cpp): what `redlock_sim --trace-hash` prints.
+std::uint64_t trace_hash(const std::string& trace);
+
+inline HeldPart* part_of_job(ClientState& cl, std::uint64_t job) {
+  if (!cl.has_op || job == 0) return nullptr;
+  for (auto& p : cl.op.parts)
+    if (p.job == job) return &p;
+  return nullptr;
+}
+inline HeldPart* part_of_lease(ClientState& cl, std::uint64_t lease) {
+  if (!cl.has_op || lease == 0) return nullptr;
+  for (auto& p : cl.op.parts)
+    if (p.lease == lease) return &p;
+  return nullptr;
+}
+// The lock a client watches under `lease`, if it still does.
+inline const Lock* watched_lock(ClientState& cl, std::uint64_t lease) {
+  if (!cl.has_op || lease == 0) return nullptr;
+  if (cl.op.lease == lease) return &cl.op.lock;
+  auto* p = part_of_lease(cl, lease);
+  return p != nullptr ? &p->lock : nullptr;
+}
+
+}  // namespace redlock::sim::internal
