@@ -179,6 +179,48 @@ void uncontended_latency(const Options& o) {
   j.emit();
 }
 
+// The README's call and nothing else in the process: `client.acquire(key, 10s, 2s)` then
+// `client.release(lock)`, blocking, from one caller thread, one key reused. This is the figure a
+// user compares with another library's call in a process of its own (bench/run.sh puts it beside
+// peerbench's floor and its npm peers).
+void readme_call(const Options& o) {
+  auto client = new_client(o.ports);
+  const std::string key = "bench:readme:" + random_hex(8);
+  Cycles c;
+  for (auto* v : {&c.total, &c.acquire, &c.release}) v->reserve(static_cast<std::size_t>(o.iters));
+  auto limit = Clock::now() + 60s;
+  for (int i = 0; i < o.warmup + o.iters && Clock::now() < limit; ++i) {
+    bool record = i >= o.warmup;
+    auto t0 = Clock::now();
+    auto r = client->acquire(key, 10s, 2s);
+    auto t1 = Clock::now();
+    if (!r) {
+      if (record) {
+        ++c.failed_acquires;
+        ++c.errors[error_name(r.error)];
+      }
+      continue;
+    }
+    auto rr = client->release(r.lock);
+    auto t2 = Clock::now();
+    if (!record) continue;
+    if (!rr) {
+      ++c.failed_releases;
+      ++c.errors["release:" + error_name(rr.error)];
+    }
+    c.total.push_back(us_between(t0, t2));
+    c.acquire.push_back(us_between(t0, t1));
+    c.release.push_back(us_between(t1, t2));
+  }
+  auto j = head(o, "readme_call", o.ports.size());
+  j.str("key", "one key reused")
+      .str("call", "acquire(key, 10s, 2s) + release(lock)")
+      .integer("iters", o.iters)
+      .integer("warmup", o.warmup);
+  add_cycles(j, c);
+  j.emit();
+}
+
 // ---------------------------------------------------------------------------------------------
 // Many locks in flight on distinct keys: acquire_async -> release_async -> next, from callbacks.
 

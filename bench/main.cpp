@@ -35,7 +35,7 @@ void on_signal(int sig) {
 const char* kUsage =
     "usage: redlock_scenarios --ports P[,P...] [--scenarios LIST] [options]\n"
     "scenarios (comma list; default uncontended_latency,throughput,contention, the ones\n"
-    "shared with peerbench): uncontended_latency throughput contention bad_minority\n"
+    "shared with peerbench): uncontended_latency readme_call throughput contention bad_minority\n"
     "watchdog_scale floor_latency floor_throughput handoff_floor\n"
     "options: --iters 2000 --warmup 200 --tput-workers 64 --tput-duration 4\n"
     "  --cont-workers 8 --cont-duration 5 --hold-ms 1 --cont-modes rotate,ffa --cont-wait-ms 2000\n"
@@ -179,6 +179,8 @@ int main(int argc, char** argv) {
     try {
       if (s == "uncontended_latency")
         uncontended_latency(o);
+      else if (s == "readme_call")
+        readme_call(o);
       else if (s == "throughput")
         throughput(o);
       else if (s == "contention")

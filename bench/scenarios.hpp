@@ -47,6 +47,8 @@ void use_tls(const std::string& ca_file);
 
 // Ours, through the public API only (lock_scenarios.cpp).
 void uncontended_latency(const Options& o);
+// The README's blocking call alone in its process (lock_scenarios.cpp).
+void readme_call(const Options& o);
 void throughput(const Options& o);
 void contention(const Options& o);
 void bad_minority(const Options& o);
