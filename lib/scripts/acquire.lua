@@ -28,6 +28,23 @@
 -- The line is a courtesy, the lock is not: every command on the line's keys is a pcall, and a
 -- line that cannot be kept (a key of another type there, a command the ACL denies, no memory)
 -- is a line that is not there. The lock's own commands (GET, PTTL, SET, INCR) are calls.
+
+-- The common acquire, of one free key without fencing by a caller with nobody waiting before it,
+-- runs GET, EXISTS and SET and nothing else, before anything else is defined: every call,
+-- closure and step of a script costs each node time that it spends before the next node's
+-- reply, and a waiting acquire (the README's) would otherwise pay for the line it finds empty
+-- (docs/performance.md). It does exactly what the rest of the script does for such a key: with
+-- no line, no turns and no sign-ups there is no turn to honour, nobody to leave or to mark.
+-- An EXISTS the ACL denies is an error, not 0: the rest of the script then decides.
+if #KEYS == 1 and ARGV[3] ~= '1' and not redis.call('GET', KEYS[1]) then
+  local key = KEYS[1]
+  if ARGV[7] == nil or redis.pcall('EXISTS', key .. '\0queue', key .. '\0turns',
+                                   key .. '\0others') == 0 then
+    redis.call('SET', key, ARGV[1], 'PX', ARGV[2])
+    return {1, 0}
+  end
+end
+
 local ticket = ARGV[4] or ''
 local lined = ARGV[7] ~= nil and ticket ~= ''
 -- The longest turn the nodes give, whatever a ticket asks (release.lua has the same): a turn
