@@ -5,7 +5,7 @@
 // - "line", the library's (lib/scripts): the holder's release runs on every node, and each node
 //   gives the first in line its turn (PUBLISH on the waiter's channel). At the first turn heard
 //   the waiter sends its attempt to every node; done at the quorum of grants.
-// - "direct", not in the library (docs/performance.md, "Where the gap at N = 5 goes"): the release
+// - "direct", not in the library (docs/performance.md, "Reading the table"): the release
 //   script also writes the waiter's token into the key before it publishes the turn; done when a
 //   quorum of turns is heard. What a direct hand-off could reach, not a protocol we run.
 // Each cycle starts from the same state on every node: the key held by a marked token (so the
