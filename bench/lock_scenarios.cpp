@@ -2,6 +2,7 @@
 // the README shows (Config::from_node_list, try_acquire/acquire/release, the asynchronous forms,
 // hold()). Server-side counters are read out of band (server_probe.hpp).
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <condition_variable>
 #include <functional>
@@ -658,13 +659,25 @@ void watchdog_scale(const Options& o) {
   long long rss0 = self_rss_bytes(), heap0 = heap_in_use_bytes();
   auto t_hold = Clock::now();
   long long hold_failures = 0;
-  auto limit = t_hold + 60s;
-  for (int i = 0; i < o.held && Clock::now() < limit; ++i) {
-    auto r = client->hold("bench:wd:" + tag + ":" + std::to_string(i));
-    if (r)
-      held.push_back(std::move(r.lock));
-    else
-      ++hold_failures;
+  // A minute, and a minute more for each 100,000 locks past the first: taking a million one by
+  // one from one thread would take minutes, so --hold-threads callers take them side by side.
+  auto limit = t_hold + 60s + std::chrono::seconds(60LL * o.held / 100'000);
+  {
+    std::mutex m;
+    std::atomic<int> next{0};
+    std::vector<std::thread> takers;
+    for (int t = 0; t < o.hold_threads; ++t)
+      takers.emplace_back([&] {
+        for (int i = next++; i < o.held && Clock::now() < limit; i = next++) {
+          auto r = client->hold("bench:wd:" + tag + ":" + std::to_string(i));
+          std::lock_guard<std::mutex> lock(m);
+          if (r)
+            held.push_back(std::move(r.lock));
+          else
+            ++hold_failures;
+        }
+      });
+    for (auto& t : takers) t.join();
   }
   double hold_s = std::chrono::duration<double>(Clock::now() - t_hold).count();
   // Settle: let the renewals that fell due while locks were being taken go out.
@@ -711,6 +724,7 @@ void watchdog_scale(const Options& o) {
   auto j = head(o, "watchdog_scale", o.ports.size());
   j.integer("held", static_cast<long long>(count))
       .integer("hold_failures", hold_failures)
+      .integer("hold_threads", o.hold_threads)
       .integer("lease_ms", o.lease_ms)
       .num("renew_every_ms", o.lease_ms / 3.0)
       .num("hold_s", hold_s)

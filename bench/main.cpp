@@ -39,7 +39,8 @@ const char* kUsage =
     "watchdog_scale floor_latency floor_throughput handoff_floor\n"
     "options: --iters 2000 --warmup 200 --tput-workers 64 --tput-duration 4\n"
     "  --cont-workers 8 --cont-duration 5 --hold-ms 1 --cont-modes rotate,ffa --cont-wait-ms 2000\n"
-    "  --faulty 2 --delayed-ports P,P --held 10000 --lease-ms 3000 --window 6\n"
+    "  --faulty 2 --delayed-ports P,P --held 10000 --hold-threads 1 --lease-ms 3000\n"
+    "  --window 6\n"
     "  --ttl 10000 --label TEXT --impl redlock-cpp --max-seconds 120\n"
     "  --alternate-floor 0 (1: uncontended_latency and throughput also run the floor's own\n"
     "  cycles, alternating with ours, for ratios of the same moments)\n"
@@ -111,12 +112,12 @@ int main(int argc, char** argv) {
   double max_seconds = 120;
   try {
     static const char* known[] = {
-        "ports",         "scenarios",      "iters",        "warmup",
-        "tput-workers",  "tput-duration",  "cont-workers", "cont-duration",
-        "hold-ms",       "cont-modes",     "cont-wait-ms", "faulty",
-        "delayed-ports", "held",           "lease-ms",     "window",
-        "ttl",           "label",          "impl",         "max-seconds",
-        "tls-cacert",    "alternate-floor"};
+        "ports",         "scenarios",     "iters",          "warmup",
+        "tput-workers",  "tput-duration", "cont-workers",   "cont-duration",
+        "hold-ms",       "cont-modes",    "cont-wait-ms",   "faulty",
+        "delayed-ports", "held",          "hold-threads",   "lease-ms",
+        "window",        "ttl",           "label",          "impl",
+        "max-seconds",   "tls-cacert",    "alternate-floor"};
     for (const auto& [k, v] : args) {
       bool ok = false;
       for (const char* name : known) ok = ok || k == name;
@@ -140,6 +141,7 @@ int main(int argc, char** argv) {
     o.cont_wait_ms = static_cast<int>(number(args, "cont-wait-ms", o.cont_wait_ms, 0, 60000));
     o.faulty = static_cast<int>(number(args, "faulty", o.faulty, 1, 4));
     o.held = static_cast<int>(number(args, "held", o.held, 1, 1e6));
+    o.hold_threads = static_cast<int>(number(args, "hold-threads", o.hold_threads, 1, 64));
     o.lease_ms = static_cast<int>(number(args, "lease-ms", o.lease_ms, 300, 600000));
     o.window_s = number(args, "window", o.window_s, 0.1, 120);
     o.ttl_ms = static_cast<int>(number(args, "ttl", o.ttl_ms, 100, 600000));

@@ -37,6 +37,7 @@ struct Options {
   int faulty = 2;
   // watchdog at scale
   int held = 10'000;
+  int hold_threads = 1;  // callers of hold() side by side while the locks are taken
   int lease_ms = 3000;
   double window_s = 6;
 };
