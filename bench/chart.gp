@@ -11,7 +11,7 @@ set grid ytics
 set multiplot layout 2,2 title title font "sans,13"
 # rows(f): data lines in a file (a panel without data says so instead of failing the chart)
 rows(f) = int(system("cat '" . dir . "/" . f . "' 2>/dev/null | wc -l"))
-empty = "set label 1 'not run' at graph 0.5,0.5 center; unset key; plot [0:1][0:1] NaN notitle; unset label 1; set key"
+empty = "set label 1 'not run' at graph 0.5,0.5 center; unset key; unset logscale y; plot [0:1][0:1] NaN notitle; unset label 1; set key"
 
 # 1. uncontended latency against N
 set title "Uncontended acquire+release (µs, log scale, lower is better)"
