@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/run.sh [OUTDIR] — the whole benchmark suite in one run (about six minutes).
+# bench/run.sh [OUTDIR] — the whole benchmark suite in one run (five to seven minutes).
 #
 # Builds redlock_scenarios (Release, in build/bench), starts 9 local redis masters of its own
 # (servers pinned to one CPU, every client to the other), then runs, N by N so that figures of
