@@ -11,7 +11,7 @@ set grid ytics
 set multiplot layout 2,2 title title font "sans,13"
 # rows(f): data lines in a file (a panel without data says so instead of failing the chart)
 rows(f) = int(system("cat '" . dir . "/" . f . "' 2>/dev/null | wc -l"))
-empty = "set label 1 'not run' at graph 0.5,0.5 center; unset key; plot [0:1][0:1] NaN notitle; unset label 1; set key"
+empty = "set label 1 'not run' at graph 0.5,0.5 center; unset key; unset logscale y; plot [0:1][0:1] NaN notitle; unset label 1; set key"
 
 # 1. uncontended latency against N
 set title "Uncontended acquire+release (µs, log scale, lower is better)"
@@ -27,7 +27,9 @@ plot dir . "/latency.tsv" using 1:2 with linespoints lw 2 pt 7 lc rgb "#555555" 
      "" using 1:4 with linespoints lw 2 pt 5 lc rgb "#999999" title "C fan-out p50", \
      "" using 1:6 with linespoints lw 3 pt 7 lc rgb "#1f77b4" title "redlock-cpp p50", \
      "" using 1:7 with linespoints lw 1 dt 2 pt 6 lc rgb "#1f77b4" title "redlock-cpp p99", \
-     "" using 1:8 with linespoints lw 2 pt 9 lc rgb "#d62728" title "node-redlock p50"
+     "" using 1:8 with linespoints lw 2 pt 9 lc rgb "#d62728" title "node-redlock p50", \
+     "" using 1:10 with linespoints lw 2 pt 11 lc rgb "#ff7f0e" title "redlock-universal p50", \
+     "" using 1:12 with linespoints lw 2 pt 13 lc rgb "#2ca02c" title "redis-semaphore p50"
 }
 
 # 2. locks per second
@@ -47,7 +49,9 @@ if (rows("throughput.tsv") == 0) { eval empty } else {
 plot dir . "/throughput.tsv" using 2:xtic(1) lc rgb "#555555" title "floor (hiredis)", \
      "" using 3 lc rgb "#999999" title "C fan-out", \
      "" using 4 lc rgb "#1f77b4" title "redlock-cpp", \
-     "" using 5 lc rgb "#d62728" title "node-redlock"
+     "" using 5 lc rgb "#d62728" title "node-redlock", \
+     "" using 6 lc rgb "#ff7f0e" title "redlock-universal", \
+     "" using 7 lc rgb "#2ca02c" title "redis-semaphore"
 }
 
 # 3. contention
@@ -56,7 +60,9 @@ set xlabel ""
 set ylabel "acquisitions/s"
 if (rows("contention.tsv") == 0) { eval empty } else {
 plot dir . "/contention.tsv" using 2:xtic(1) lc rgb "#1f77b4" title "redlock-cpp", \
-     "" using 3 lc rgb "#d62728" title "node-redlock (best setting)"
+     "" using 3 lc rgb "#d62728" title "node-redlock (best setting)", \
+     "" using 4 lc rgb "#ff7f0e" title "redlock-universal (best)", \
+     "" using 5 lc rgb "#2ca02c" title "redis-semaphore (best)"
 }
 
 # 4. bad minority

@@ -2,17 +2,23 @@
 """report.py RAW.jsonl [--out DIR]: the Markdown table of one benchmark run, and the data files
 of its chart (DIR/*.tsv, drawn by bench/chart.gp).
 
-Every figure of ours (impl redlock-cpp) is given with its ratio to the floor of the same run
-(impl hiredis-floor: raw round trips with hiredis) and, when the peer ran, to node-redlock;
-peerbench's C fan-out probe (c-fanout) is shown beside the floor as a cross-check. Standard
-library only.
+First the README's call (scenario readme_call) against peerbench's C fan-out floor and the three
+node peers, each in its own process, round by round (part 0 of run.sh, whose lines carry the
+round in their label). Then every figure of ours (impl redlock-cpp) with its ratio to the floor
+of the same run (impl hiredis-floor: raw round trips with hiredis) and, when the peers ran, to
+node-redlock, redlock-universal and redis-semaphore; peerbench's C fan-out probe (c-fanout) is
+shown beside the floor as a cross-check. Standard library only.
 """
 import json
 import math
 import os
+import re
 import sys
 
 OURS, FLOOR, CFAN, NODE = "redlock-cpp", "hiredis-floor", "c-fanout", "node-redlock"
+RU, RS = "redlock-universal", "redis-semaphore"
+PEER_IMPLS = (NODE, RU, RS)
+SHORT = {NODE: "node", RU: "universal", RS: "semaphore"}  # in "× node" and the like
 
 
 def load(path):
@@ -29,9 +35,16 @@ def load(path):
     return recs
 
 
-def find(recs, impl, scenario, nodes=None, **fields):
+def round_of(r):
+    """The round of a line of part 0 (label "<pin> readme round K"); None for the other parts."""
+    m = re.search(r"readme round (\d+)", str(r.get("label") or ""))
+    return int(m.group(1)) if m else None
+
+
+def find(recs, impl, scenario, nodes=None, rnd=None, **fields):
+    """The last line of impl and scenario (of part 0's round rnd, or outside part 0)."""
     for r in reversed(recs):
-        if r.get("impl") != impl or r.get("scenario") != scenario:
+        if r.get("impl") != impl or r.get("scenario") != scenario or round_of(r) != rnd:
             continue
         if nodes is not None and r.get("nodes") != nodes:
             continue
@@ -103,6 +116,59 @@ def verdict(ok):
     return "–" if ok is None else ("met" if ok else "**missed**")
 
 
+def readme_section(recs, env):
+    """Part 0: the README's blocking acquire(key, 10s, 2s) + release (ours, readme_call) against
+    the floor (c-fanout) and the node peers (uncontended_latency), each in its own process; every
+    cell is "round 1 / round 2"."""
+    rounds = sorted({round_of(r) for r in recs if round_of(r) is not None})
+    cols = [("floor (C fan-out)", CFAN, "uncontended_latency"), ("**ours** (README call)", OURS, "readme_call")]
+    cols += [(impl, impl, "uncontended_latency") for impl in PEER_IMPLS]
+    md = ["### The README's call against the floor and the peers (each in its own process)", ""]
+    if not rounds:
+        return md + ["(not run)", ""]
+    ns = sorted({r["nodes"] for r in recs if round_of(r) is not None and isinstance(r.get("nodes"), int)})
+
+    def cells(values, bold=False):
+        text = " / ".join(v for v in values)
+        return f"**{text}**" if bold and any(v != "–" for v in values) else text
+
+    rows, failures = [], []
+    for n in ns:
+        got = {(impl, k): find(recs, impl, scen, n, rnd=k) for _, impl, scen in cols for k in rounds}
+        floor = {k: get(got[(CFAN, k)], "total_us.p50") for k in rounds}
+        for what, key in (("p50", "total_us.p50"), ("p99", "total_us.p99")):
+            rows.append([n if what == "p50" else "", what] +
+                        [cells([fmt(get(got[(impl, k)], key)) for k in rounds], impl == OURS) for _, impl, _ in cols])
+        rows.append(["", "p50 ÷ floor p50"] +
+                    ["–" if impl == CFAN else
+                     cells([ratio(div(get(got[(impl, k)], "total_us.p50"), floor[k])) for k in rounds], impl == OURS)
+                     for _, impl, _ in cols])
+        for (impl, k), r in got.items():
+            bad = (r or {}).get("failed_acquires", 0) + (r or {}).get("failed_releases", 0)
+            if bad:
+                failures.append(f"{impl} N={n} round {k}: {bad}")
+    md.append(table(["N", "whole cycle, µs"] + [c[0] for c in cols], rows))
+    md.append("")
+    iters, warmup = env.get("iters", "?"), env.get("warmup", "?")
+    md.append(f"One acquire + release of one key, sequentially, {iters} cycles after {warmup} of warm-up, "
+              "each implementation a process of its own on the client CPU, one after the other per N in the "
+              "order of the columns, then again: each cell is round " + " / round ".join(str(k) for k in rounds)
+              + ", and “p50 ÷ floor p50” divides by the floor of the same round. Ours: the README's blocking "
+              "`client.acquire(key, 10s, 2s)` then `client.release(lock)` (scenario `readme_call`; a waiting "
+              "acquire, unlike the `try_acquire` of table 1). The floor: peerbench's C fan-out probe "
+              "(`fanout -m lat`: SET NX PX to all nodes, then EVALSHA compare-and-delete to all, each done "
+              "at the quorum, hand-written RESP over `poll()`, no lock library). The peers: peerbench's "
+              "`node/bench.mjs --scenarios latency` (`acquire` then `release` through each library's "
+              "multi-node API over ioredis, TTL 10 s).")
+    if not env.get("peers"):
+        md.append("")
+        md.append(f"No floor and no peers: {env.get('peer_note', 'peerbench not found')}.")
+    md.append("")
+    md.append("Failed cycles: " + (", ".join(failures) if failures else "none") + ".")
+    md.append("")
+    return md
+
+
 def main():
     args = sys.argv[1:]
     out_dir = None
@@ -117,7 +183,7 @@ def main():
     env = next((r for r in recs if r.get("impl") == "env"), {})
     end = next((r for r in recs if r.get("impl") == "env_end"), {})
     peers = bool(env.get("peers"))
-    md = []
+    md = readme_section(recs, env)
     w = md.append
 
     w(f"Run of {env.get('date', '?')}, placement `{env.get('pin', '?')}` (servers on CPU "
@@ -126,11 +192,20 @@ def main():
       f"{' with local changes in lib/ or include/' if env.get('dirty') else ''}; machine CPU busy "
       f"{end.get('machine_cpu_busy_fraction', '?')} over {end.get('elapsed_s', '?')} s of measurements.")
     w("")
+    if env.get("only") == "readme":
+        w("Only the table above was measured (`BENCH_ONLY=readme`).")
+        print("\n".join(md))
+        return 0
     w(f"Floor: raw round trips with hiredis (`{FLOOR}`), no lock library"
       + (f"; peerbench's C fan-out probe (`{CFAN}`) beside it." if peers else "."))
-    w(f"Peer: node-redlock v5 via peerbench." if peers else
-      f"Peer: none. {env.get('peer_note', 'peerbench not found')}.")
-    w("Latencies in µs; “× floor” and “× node” are ours divided by theirs, from this run.")
+    # The peers that ran outside part 0, with the version bench.mjs reports.
+    ran = [impl for impl in PEER_IMPLS if any(r.get("impl") == impl and round_of(r) is None for r in recs)]
+    version = {impl: next((r.get("lib_version") for r in recs if r.get("impl") == impl and r.get("lib_version")), "?")
+               for impl in PEER_IMPLS}
+    w("Peers: " + ", ".join(f"{impl} {version[impl]}" for impl in ran) + " via peerbench, each in a process of its own."
+      if peers and ran else f"Peers: none. {env.get('peer_note', 'peerbench not found')}.")
+    w("Latencies in µs; “× floor”, “× node” (node-redlock), “× universal” (redlock-universal) and "
+      "“× semaphore” (redis-semaphore) are ours divided by theirs, from this run.")
     w("")
 
     # ---------------------------------------------------------------- 1. uncontended latency
@@ -141,11 +216,14 @@ def main():
     header += ["**ours p50**", "p99", "p999", "p50 × floor", "p99 × floor",
                "ours, callbacks p50", "× floor", "floor alternating p50", "p99",
                "**ours p50 × alternating**", "p99 × alternating", "callbacks × alternating"]
-    if peers:
-        header += ["node-redlock p50", "p99", "p50 × node", "p99 × node"]
+    lat_peers = [impl for impl in ran if any(r.get("impl") == impl and r.get("scenario") == "uncontended_latency"
+                                             and round_of(r) is None for r in recs)]
+    for impl in lat_peers:
+        header += [f"{impl} p50", "p99", f"p50 × {SHORT[impl]}", f"p99 × {SHORT[impl]}"]
     rows, lat_tsv = [], []
     for n in lat_ns:
-        o, f_, c, nd = (find(recs, i, "uncontended_latency", n) for i in (OURS, FLOOR, CFAN, NODE))
+        o, f_, c, nd, ru, rs = (find(recs, i, "uncontended_latency", n) for i in (OURS, FLOOR, CFAN) + PEER_IMPLS)
+        peer_rec = dict(zip(PEER_IMPLS, (nd, ru, rs)))
         row = [n, fmt(get(f_, "total_us.p50")), fmt(get(f_, "total_us.p99")), fmt(get(f_, "total_us.p999"))]
         if peers:
             row += [fmt(get(c, "total_us.p50")), fmt(get(c, "total_us.p99"))]
@@ -158,12 +236,13 @@ def main():
                 f"**{ratio(div(get(o, 'total_us.p50'), get(o, 'floor_alternating_total_us.p50')))}**",
                 ratio(div(get(o, "total_us.p99"), get(o, "floor_alternating_total_us.p99"))),
                 ratio(div(get(o, "callbacks_total_us.p50"), get(o, "floor_alternating_total_us.p50")))]
-        if peers:
-            row += [fmt(get(nd, "total_us.p50")), fmt(get(nd, "total_us.p99")),
-                    ratio(div(get(o, "total_us.p50"), get(nd, "total_us.p50"))),
-                    ratio(div(get(o, "total_us.p99"), get(nd, "total_us.p99")))]
+        for impl in lat_peers:
+            p_ = peer_rec[impl]
+            row += [fmt(get(p_, "total_us.p50")), fmt(get(p_, "total_us.p99")),
+                    ratio(div(get(o, "total_us.p50"), get(p_, "total_us.p50"))),
+                    ratio(div(get(o, "total_us.p99"), get(p_, "total_us.p99")))]
         rows.append(row)
-        lat_tsv.append([n] + [get(x, k) for x in (f_, c, o, nd) for k in ("total_us.p50", "total_us.p99")])
+        lat_tsv.append([n] + [get(x, k) for x in (f_, c, o, nd, ru, rs) for k in ("total_us.p50", "total_us.p99")])
     w("### 1. Uncontended acquire+release (one caller, sequential)")
     w("")
     w(table(header, rows))
@@ -186,20 +265,24 @@ def main():
     if peers:
         header += ["C fan-out"]
     header += ["**ours locks/s**", "× floor"]
-    if peers:
-        header += ["node-redlock", "× node"]
+    tput_peers = [impl for impl in ran if any(r.get("impl") == impl and r.get("scenario") == "throughput"
+                                              and round_of(r) is None for r in recs)]
+    for impl in tput_peers:
+        header += [impl, f"× {SHORT[impl]}"]
     header += ["ours client CPU µs/lock", "floor's", "× floor", "ours servers CPU µs/lock", "floor's",
                "floor alternating locks/s", "**ours × alternating**", "its client CPU µs/lock",
                "ours × alternating", "its servers CPU µs/lock"]
     rows, tput_tsv = [], []
     for n in tput_ns:
-        o, f_, c, nd = (find(recs, i, "throughput", n) for i in (OURS, FLOOR, CFAN, NODE))
+        o, f_, c, nd, ru, rs = (find(recs, i, "throughput", n) for i in (OURS, FLOOR, CFAN) + PEER_IMPLS)
+        peer_rec = dict(zip(PEER_IMPLS, (nd, ru, rs)))
         row = [n, fmt(get(f_, "ops_per_s"))]
         if peers:
             row += [fmt(get(c, "ops_per_s"))]
         row += [f"**{fmt(get(o, 'ops_per_s'))}**", ratio(div(get(o, "ops_per_s"), get(f_, "ops_per_s")))]
-        if peers:
-            row += [fmt(get(nd, "ops_per_s")), ratio(div(get(o, "ops_per_s"), get(nd, "ops_per_s")))]
+        for impl in tput_peers:
+            p_ = peer_rec[impl]
+            row += [fmt(get(p_, "ops_per_s")), ratio(div(get(o, "ops_per_s"), get(p_, "ops_per_s")))]
         row += [fmt(get(o, "client_cpu_us_per_lock")), fmt(get(f_, "client_cpu_us_per_lock")),
                 ratio(div(get(o, "client_cpu_us_per_lock"), get(f_, "client_cpu_us_per_lock"))),
                 fmt(get(o, "servers_cpu_us_per_lock")), fmt(get(f_, "servers_cpu_us_per_lock")),
@@ -209,7 +292,7 @@ def main():
                 ratio(div(get(o, "client_cpu_us_per_lock"), get(o, "floor_alternating_client_cpu_us_per_lock"))),
                 fmt(get(o, "floor_alternating_servers_cpu_us_per_lock"))]
         rows.append(row)
-        tput_tsv.append([n] + [get(x, "ops_per_s") for x in (f_, c, o, nd)])
+        tput_tsv.append([n] + [get(x, "ops_per_s") for x in (f_, c, o, nd, ru, rs)])
     w("### 2. Locks per second, 64 in flight on distinct keys")
     w("")
     w(table(header, rows))
@@ -225,30 +308,37 @@ def main():
 
     # ---------------------------------------------------------------- 3. contention
     cont = [r for r in recs if r.get("scenario") == "contention" and r.get("impl") == OURS]
+    # node-redlock whenever the peers ran (the targets judge against it), the two others where
+    # they ran contention (BENCH_CONT_PEERS).
+    cont_peers = [impl for impl in ran if impl == NODE or any(
+        r.get("impl") == impl and r.get("scenario") == "contention" for r in recs)]
     header = ["N", "mode", "**ours acq/s**"]
-    if peers:
-        header += ["node-redlock best acq/s", "× node best"]
+    for impl in cont_peers:
+        header += [f"{impl} best acq/s", f"× {SHORT[impl]} best"]
     header += ["gap p50", "gap p99", "hand-off floor p50, hot: line, direct",
                "after the hold: line, direct", "gap p50 × line floor after the hold", "held",
                "attempts/acq", "per worker min–max (mean)", "not_acquired (while free)", "other errors"]
-    if peers:
-        header += ["node-redlock best: gap p50, held, per worker min–max (mean), re-taken by its releaser"]
+    for impl in cont_peers:
+        header += [f"{impl} best: gap p50, held, per worker min–max (mean), re-taken by its releaser"]
     rows, cont_tsv, cont_checks = [], [], []
     for n in sorted({r["nodes"] for r in cont}):
         for mode in ("rotate", "ffa"):
             o = find(recs, OURS, "contention", n, mode=mode)
             if not o:
                 continue
-            nodes_runs = [r for r in recs if r.get("impl") == NODE and r.get("scenario") == "contention"
-                          and r.get("nodes") == n and r.get("mode") == mode]
-            best = max(nodes_runs, key=lambda r: r.get("acq_per_s") or 0, default=None)
+            runs = {impl: [r for r in recs if r.get("impl") == impl and r.get("scenario") == "contention"
+                           and r.get("nodes") == n and r.get("mode") == mode] for impl in PEER_IMPLS}
+            bests = {impl: max(runs[impl], key=lambda r: r.get("acq_per_s") or 0, default=None) for impl in PEER_IMPLS}
+            nodes_runs, best = runs[NODE], bests[NODE]
             per = o.get("per_worker") or []
             mean = sum(per) / len(per) if per else None
             errs = sum((o.get("other_errors") or {}).values()) + (o.get("release_errors") or 0)
             row = [n, mode, f"**{fmt(get(o, 'acq_per_s'))}**"]
-            if peers:
-                row += [f"{fmt(get(best, 'acq_per_s'))} ({best.get('setting')} {best.get('retryDelay')}±{best.get('retryJitter')} ms)" if best else "–",
-                        ratio(div(get(o, "acq_per_s"), get(best, "acq_per_s")))]
+            for impl in cont_peers:
+                b = bests[impl]
+                row += [f"{fmt(get(b, 'acq_per_s'))} ({b.get('setting')} {b.get('retryDelay')}±{b.get('retryJitter')} ms"
+                        f"{', jitter emulated' if b.get('jitter_emulated') else ''})" if b else "–",
+                        ratio(div(get(o, "acq_per_s"), get(b, "acq_per_s")))]
             hf = find(recs, FLOOR, "handoff_floor", n)
             row += [fmt(get(o, "handoff_gap_us.p50")), fmt(get(o, "handoff_gap_us.p99")),
                     f"{fmt(get(hf, 'line_us.p50'))}, {fmt(get(hf, 'direct_us.p50'))}" if hf else "–",
@@ -259,12 +349,13 @@ def main():
                     fmt(get(o, "mean_attempts_per_acquire")),
                     f"{o.get('per_worker_min')}–{o.get('per_worker_max')} ({fmt(mean)})",
                     f"{o.get('retry_exhausted_errors')} ({o.get('not_acquired_while_free')})", errs]
-            if peers:
-                row += [f"{fmt(get(best, 'handoff_gap_us.p50'))} µs, {pct(get(best, 'lock_held_fraction'))}, "
-                        f"{best.get('per_worker_min')}–{best.get('per_worker_max')} ({fmt(peer_mean(best))}), "
-                        f"{pct(retaken(best))}" if best else "–"]
+            for impl in cont_peers:
+                b = bests[impl]
+                row += [f"{fmt(get(b, 'handoff_gap_us.p50'))} µs, {pct(get(b, 'lock_held_fraction'))}, "
+                        f"{b.get('per_worker_min')}–{b.get('per_worker_max')} ({fmt(peer_mean(b))}), "
+                        f"{pct(retaken(b))}" if b else "–"]
             rows.append(row)
-            cont_tsv.append([f"N={n} {mode}", get(o, "acq_per_s"), get(best, "acq_per_s")])
+            cont_tsv.append([f"N={n} {mode}", get(o, "acq_per_s")] + [get(bests[impl], "acq_per_s") for impl in PEER_IMPLS])
             fair = max((r for r in nodes_runs if serves_all(r) is True), key=lambda r: r.get("acq_per_s") or 0, default=None)
             cont_checks.append((n, mode, o, best, mean, fair))
     w("### 3. Contention: 8 workers on one key, hold ~1 ms")
@@ -276,8 +367,10 @@ def main():
           "holds ~1 ms, releases. rotate: a releaser waits until another worker took the lock; ffa: it "
           "competes again at once. gap = `release()` called → next `acquire()` returned; held = share "
           "of the window the lock was held; not_acquired = waits that ended without the lock, in "
-          "brackets those that ended while the lock had been free for ≥ 2 ms. node-redlock polls "
-          "(default 200±100 ms, tuned 10±5 ms); its best setting is shown. Hand-off floor "
+          "brackets those that ended while the lock had been free for ≥ 2 ms. The peers poll "
+          "(node-redlock: default 200±100 ms and tuned 10±5 ms, both run; redlock-universal and "
+          "redis-semaphore: the settings `BENCH_PEER_CONT_SETTINGS` names, by default tuned alone, 10±5 ms "
+          "with the jitter added by peerbench); each one's best setting run is shown. Hand-off floor "
           "(`handoff_floor`, one bare hiredis client, no library): release → the waiter's quorum with "
           "the library's scripts on the wire (line: turn, then an attempt on every node), and with a "
           "release that writes the waiter's token itself (direct: not a protocol the library runs); "

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# bench/run.sh [OUTDIR] — the whole benchmark suite in one run (a few minutes).
+# bench/run.sh [OUTDIR] — the whole benchmark suite in one run (five to seven minutes).
 #
 # Builds redlock_scenarios (Release, in build/bench), starts 9 local redis masters of its own
 # (servers pinned to one CPU, every client to the other), then runs, N by N so that figures of
 # one N are taken close together:
 #   the floor:        raw round trips with hiredis (hiredis-floor, always) and, with peerbench,
 #                     its C fan-out probe (c-fanout)
-#   the peer:         node-redlock through peerbench's node/bench.mjs (when peerbench is there)
+#   the peers:        node-redlock, redlock-universal and redis-semaphore through peerbench's
+#                     node/bench.mjs (when peerbench is there), each in a process of its own
 #   ours:             redlock-cpp through its public API (redlock_scenarios)
+#   0. the README's call, N = 1 3 5: the floor (c-fanout), ours (readme_call: the blocking
+#      acquire(key, 10s, 2s) + release) and the three peers, one process each, in that order,
+#      two rounds
 #   1. uncontended acquire+release, N = 1 3 5 7 9
 #   2. locks/s with 64 in flight on distinct keys, N = 1 3 5
 #   3. contention: 8 workers on one key, hold ~1 ms, rotate and ffa, N = 1 3 5
@@ -24,10 +28,19 @@
 #                           without it the peer columns are left out and the output says so
 #   BENCH_PIN=split|same|none   CPU placement (default split: servers on CPU 1, clients on 0)
 #   BENCH_BASEPORT=7321     the nodes listen on BASEPORT .. BASEPORT+8 (must be free)
-#   BENCH_BUDGET=420        hard limit for the measurements in seconds; later steps are skipped
+#   BENCH_BUDGET=540        hard limit for the measurements in seconds; later steps are skipped
 #   BENCH_ITERS=5000 BENCH_WARMUP=200 BENCH_TPUT_DURATION=3 BENCH_CONT_DURATION=3
 #   BENCH_HELD=10000 BENCH_LEASE_MS=3000 BENCH_WINDOW=6 BENCH_DELAY_MS=50
-#   BENCH_SKIP="peers floor contention minority watchdog chart"   steps to leave out
+#   BENCH_SKIP="readme peers floor contention minority watchdog chart"   steps to leave out
+#   BENCH_ONLY=readme       part 0 alone (the README's call against the floor and the peers,
+#                           5 masters, no chart): a minute or so
+#   BENCH_NODE_PEERS="node-redlock redlock-universal redis-semaphore"   the peers (bench.mjs --impl)
+#   BENCH_CONT_PEERS="node-redlock redlock-universal redis-semaphore"   the peers that also run
+#                           contention (latency and locks/s run for every peer)
+#   BENCH_PEER_CONT_SETTINGS=tuned   the retry settings (bench.mjs --cont-settings) of
+#                           redlock-universal and redis-semaphore in contention, about 8 s per
+#                           setting, peer and N; "default,nr-default,tuned" for all three.
+#                           node-redlock always runs both of its own (default, tuned)
 #   BENCH_JOBS=2            build parallelism
 #   BENCH_FAULT_PROXY=PATH  a redlock-fault-proxy binary (default: built from chaos/support)
 set -euo pipefail
@@ -36,7 +49,7 @@ cd "$ROOT"
 
 PIN=${BENCH_PIN:-split}
 BASE=${BENCH_BASEPORT:-7321}
-BUDGET=${BENCH_BUDGET:-420}
+BUDGET=${BENCH_BUDGET:-540}
 ITERS=${BENCH_ITERS:-5000}
 WARMUP=${BENCH_WARMUP:-200}
 TPUT_WORKERS=64
@@ -49,10 +62,21 @@ LEASE_MS=${BENCH_LEASE_MS:-3000}
 WINDOW=${BENCH_WINDOW:-6}
 DELAY_MS=${BENCH_DELAY_MS:-50}
 SKIP=" ${BENCH_SKIP:-} "
+ONLY=${BENCH_ONLY:-}
 JOBS=${BENCH_JOBS:-2}
+NODE_PEERS=${BENCH_NODE_PEERS:-node-redlock redlock-universal redis-semaphore}
+CONT_PEERS=" ${BENCH_CONT_PEERS:-node-redlock redlock-universal redis-semaphore} "
+PEER_CONT_SETTINGS=${BENCH_PEER_CONT_SETTINGS:-tuned}
+README_NODES="1 3 5"
+README_ROUNDS=2
 LAT_NODES="1 3 5 7 9"
 TPUT_NODES="1 3 5"
 MAXN=9
+case $ONLY in
+  "") ;;
+  readme) LAT_NODES= TPUT_NODES= MAXN=5 SKIP="$SKIP minority watchdog chart " ;;
+  *) echo "bench/run.sh: BENCH_ONLY must be readme (or unset)" >&2; exit 2 ;;
+esac
 BUILD=$ROOT/build/bench
 PEERBENCH=${REDLOCK_PEERBENCH:-$ROOT/../shared/peerbench}
 skipped() { [[ $SKIP == *" $1 "* ]]; }
@@ -80,11 +104,11 @@ cmake --build "$BUILD" --target redlock_scenarios -j "$JOBS" >>"$ERR" 2>&1 ||
 SCEN=$BUILD/bench/redlock_scenarios
 # The chaos suite's fault proxy (chaos/support) for the delay case, when it can be built.
 PROXY=${BENCH_FAULT_PROXY:-}
-if [[ -z $PROXY ]] && cmake --build "$BUILD" --target redlock_fault_proxy -j "$JOBS" >>"$ERR" 2>&1; then
+if [[ -z $PROXY && -z $ONLY ]] && cmake --build "$BUILD" --target redlock_fault_proxy -j "$JOBS" >>"$ERR" 2>&1; then
   PROXY=$(find "$BUILD" -type f -name redlock-fault-proxy -perm -u+x | head -1)
 fi
 
-# ---- peerbench (the C fan-out floor and node-redlock), when present ----
+# ---- peerbench (the C fan-out floor and the node peers), when present ----
 PEERS=0
 PEER_NOTE=
 PB_WORK=$BUILD/peerbench
@@ -101,16 +125,29 @@ else
   for f in bench.mjs package.json package-lock.json; do
     cmp -s "$PEERBENCH/node/$f" "$PB_WORK/node/$f" || cp "$PEERBENCH/node/$f" "$PB_WORK/node/$f"
   done
-  if [[ ! -d $PB_WORK/node/node_modules/redlock || $PB_WORK/node/package-lock.json -nt $PB_WORK/node/node_modules ]]; then
-    log "peerbench: npm ci (node-redlock and ioredis, pinned by its package-lock.json)"
+  # The npm package of each peer (bench.mjs --impl), to tell whether `npm ci` installed it.
+  package_of() { case $1 in node-redlock) echo redlock ;; *) echo "$1" ;; esac; }
+  missing=0
+  for impl in $NODE_PEERS; do [[ -d $PB_WORK/node/node_modules/$(package_of "$impl") ]] || missing=1; done
+  if ((missing)) || [[ $PB_WORK/node/package-lock.json -nt $PB_WORK/node/node_modules ]]; then
+    log "peerbench: npm ci (the node peers and ioredis, pinned by its package-lock.json)"
     (cd "$PB_WORK/node" && timeout 300 npm ci --no-audit --no-fund >>"$ERR" 2>&1) || true
   fi
   if [[ ! -x $PB_WORK/fanout || $PEERBENCH/fanout/fanout.c -nt $PB_WORK/fanout ]]; then
     cc -O2 -Wall -o "$PB_WORK/fanout" "$PEERBENCH/fanout/fanout.c" >>"$ERR" 2>&1 || true
   fi
-  if [[ -d $PB_WORK/node/node_modules/redlock && -x $PB_WORK/fanout ]]; then
+  ready=
+  for impl in $NODE_PEERS; do
+    if [[ -d $PB_WORK/node/node_modules/$(package_of "$impl") ]]; then
+      ready+="$impl "
+    else
+      log "peerbench: $impl is not installed (see stderr.log): its column is left out"
+    fi
+  done
+  NODE_PEERS=${ready% }
+  if [[ -n $NODE_PEERS && -x $PB_WORK/fanout ]]; then
     PEERS=1
-    PEER_NOTE="peers from $PEERBENCH"
+    PEER_NOTE="peers from $PEERBENCH: $NODE_PEERS"
   else
     PEER_NOTE="peer columns left out: peerbench could not be prepared (see stderr.log)"
   fi
@@ -220,6 +257,8 @@ rec = {"impl": "env", "date": sh("date -u +%FT%TZ"), "kernel": os.uname().releas
        "client_cpus": "${CLIENT_CPUS:-any}", "loadavg_start": open("/proc/loadavg").read().split()[:3],
        "redis": sh("redis-server --version").split("v=")[-1].split()[0],
        "node": sh("node --version") if $PEERS else None, "peers": bool($PEERS),
+       "node_peers": "${NODE_PEERS}".split() if $PEERS else [], "only": "$ONLY",
+       "readme_rounds": $README_ROUNDS,
        "peer_note": """$PEER_NOTE""", "commit": sh("git rev-parse --short HEAD"),
        "dirty": bool(sh("git status --porcelain -- lib include")),
        "busiest_procs_start": sh("ps -eo pcpu=,comm= --sort=-pcpu | head -4"),
@@ -248,28 +287,56 @@ step() {
   STEP_PID=
   ((rc == 0)) || log "$name failed or timed out (exit $rc)"
 }
+# Every line carries LABEL: the placement, and in part 0 the round ("split readme round 2"),
+# which is how report.py tells part 0's lines from those of the same scenario in part 1.
+LABEL=$PIN
 ours() { # SECONDS NAME N ARGS...
   local t=$1 name=$2 n=$3
   shift 3
-  step "$t" "$name" "$SCEN" --ports "$(ports_for "$n")" --label "$PIN" --max-seconds "$t" "$@"
+  step "$t" "$name" "$SCEN" --ports "$(ports_for "$n")" --label "$LABEL" --max-seconds "$t" "$@"
   flush "$n"
 }
-node_peer() { # SECONDS N SCENARIOS
-  local t=$1 n=$2
-  step "$t" "node-redlock N=$n ($3)" node "$PB_WORK/node/bench.mjs" --ports "$(ports_for "$n")" \
-    --scenarios "$3" --iters "$ITERS" --warmup "$WARMUP" \
+node_peer() { # SECONDS IMPL N SCENARIOS [ARGS...]
+  local t=$1 impl=$2 n=$3 scen=$4
+  shift 4
+  step "$t" "$impl N=$n ($scen)" node "$PB_WORK/node/bench.mjs" --impl "$impl" \
+    --ports "$(ports_for "$n")" --scenarios "$scen" --iters "$ITERS" --warmup "$WARMUP" \
     --tput-workers "$TPUT_WORKERS" --tput-duration "$TPUT_DURATION" \
     --cont-workers "$CONT_WORKERS" --cont-duration "$CONT_DURATION" --hold-ms "$HOLD_MS" \
-    --max-seconds "$t" --label "$PIN"
+    --max-seconds "$t" --label "$LABEL" "$@"
   flush "$n"
 }
+c_fanout_lat() { # N NAME
+  step 30 "$2" "$PB_WORK/fanout" -p "$(ports_for "$1")" -m lat -n "$ITERS" -w "$WARMUP" -l "$LABEL"
+  flush "$1"
+}
+
+# ---- 0. the README's call against the floor and the peers, each in its own process ----
+# The floor (c-fanout), ours (the README's blocking acquire(key, 10s, 2s) + release) and each
+# peer, one process after the other, then the same again: each round's ratio to the floor
+# compares processes seconds apart, and the second round shows how far one round is from the
+# next.
+if ! skipped readme; then
+  for n in $README_NODES; do
+    for ((round = 1; round <= README_ROUNDS; round++)); do
+      LABEL="$PIN readme round $round"
+      ((PEERS)) && ! skipped floor && c_fanout_lat "$n" "readme N=$n round $round: c-fanout (the floor)"
+      ours 70 "readme N=$n round $round: redlock-cpp acquire(key, 10s, 2s) + release" "$n" \
+        --scenarios readme_call --iters "$ITERS" --warmup "$WARMUP"
+      if ((PEERS)); then
+        for impl in $NODE_PEERS; do node_peer $((ITERS / 500 + 10)) "$impl" "$n" latency; done
+      fi
+    done
+  done
+  LABEL=$PIN
+fi
 
 # ---- 1-3: per N ----
 for n in $LAT_NODES; do
   tput=0
   [[ " $TPUT_NODES " == *" $n "* ]] && tput=1
   if ((PEERS)) && ! skipped floor; then
-    step 30 "c-fanout N=$n latency" "$PB_WORK/fanout" -p "$(ports_for "$n")" -m lat -n "$ITERS" -w "$WARMUP" -l "$PIN"
+    c_fanout_lat "$n" "c-fanout N=$n latency"
     ((tput)) && step $((TPUT_DURATION + 10)) "c-fanout N=$n throughput" \
       "$PB_WORK/fanout" -p "$(ports_for "$n")" -m tput -c "$TPUT_WORKERS" -d "$TPUT_DURATION" -l "$PIN"
     flush "$n"
@@ -281,15 +348,19 @@ for n in $LAT_NODES; do
   fi
   # Ours with the floor's own cycles alternating in the same process (--alternate-floor): the
   # ratios the targets judge compare the same moments of the machine.
-  # node-redlock's step of each part runs right after ours, so that the two are seconds apart
-  # (the peer cannot run inside our process as the floor does).
+  # The peers' steps of each part run right after ours, so that they are seconds apart (a peer
+  # cannot run inside our process as the floor does).
   ours 90 "redlock-cpp N=$n latency" "$n" --scenarios uncontended_latency --iters "$ITERS" \
     --warmup "$WARMUP" --alternate-floor 1
-  ((PEERS)) && node_peer $((ITERS / 500 + 10)) "$n" latency
+  if ((PEERS)); then
+    for impl in $NODE_PEERS; do node_peer $((ITERS / 500 + 10)) "$impl" "$n" latency; done
+  fi
   if ((tput)); then
     ours $((2 * TPUT_DURATION + 25)) "redlock-cpp N=$n throughput" "$n" --scenarios throughput \
       --tput-workers "$TPUT_WORKERS" --tput-duration "$TPUT_DURATION" --alternate-floor 1
-    ((PEERS)) && node_peer $((TPUT_DURATION + 12)) "$n" throughput
+    if ((PEERS)); then
+      for impl in $NODE_PEERS; do node_peer $((TPUT_DURATION + 12)) "$impl" "$n" throughput; done
+    fi
     if ! skipped contention; then
       ours $((2 * CONT_DURATION + 20)) "redlock-cpp N=$n contention" "$n" --scenarios contention \
         --cont-workers "$CONT_WORKERS" --cont-duration "$CONT_DURATION" --hold-ms "$HOLD_MS"
@@ -297,7 +368,20 @@ for n in $LAT_NODES; do
       # same machine; hot and after the workers' hold (bench/handoff_floor.cpp).
       skipped floor || ours 45 "hiredis-floor N=$n hand-off" "$n" \
         --scenarios handoff_floor --iters 1500 --warmup 100 --hold-ms "$HOLD_MS"
-      ((PEERS)) && node_peer $((4 * (CONT_DURATION + 4) + 10)) "$n" contention
+      # node-redlock with both of its retry settings (its best is shown against ours), the two
+      # others with PEER_CONT_SETTINGS: two modes each.
+      if ((PEERS)); then
+        for impl in $NODE_PEERS; do
+          [[ $CONT_PEERS == *" $impl "* ]] || continue
+          if [[ $impl == node-redlock ]]; then
+            node_peer $((4 * (CONT_DURATION + 4) + 10)) "$impl" "$n" contention
+          else
+            settings=${PEER_CONT_SETTINGS//[^,]/}
+            node_peer $((2 * (${#settings} + 1) * (CONT_DURATION + 4) + 10)) "$impl" "$n" contention \
+              --cont-settings "$PEER_CONT_SETTINGS"
+          fi
+        done
+      fi
     fi
   fi
 done

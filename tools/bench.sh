@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The benchmark suite: installs what is missing, then runs bench/run.sh (builds, starts its own
-# local masters, runs the floor, node-redlock from ../shared/peerbench when present, and ours,
-# prints the Markdown table and writes the PNG chart). See docs/performance.md.
-#   bash tools/bench.sh [OUTDIR]            the whole suite, a few minutes
+# local masters, runs the floor, the node peers from ../shared/peerbench when present
+# (node-redlock, redlock-universal, redis-semaphore), and ours, prints the Markdown tables, the
+# README's call against the floor and the peers first, and writes the PNG chart). See
+# bench/README.md and docs/performance.md.
+#   bash tools/bench.sh [OUTDIR]            the whole suite, five to seven minutes
+#   BENCH_ONLY=readme bash tools/bench.sh   only the first table (the README's call), a minute
 #   bash tools/bench.sh --micro [ARGS...]   the Google Benchmark micro-benchmarks (redlock_bench)
 #   bash tools/bench.sh --compare [BEFORE_REF] [AFTER_REF] [OUTDIR]   two commits side by side
 #                                           (bench/compare.sh)
