@@ -30,6 +30,10 @@ inline std::string token_of_value(std::string_view value) {
   return token;
 }
 
+// The value of a free key while a waiter's turn holds it: this, then the waiter's ticket
+// (acquire.lua, TURN). No token holds a NUL byte.
+inline constexpr std::string_view kTurnPrefix{"turn\0", 5};
+
 // A 64-bit seed from getrandom(2), for the non-cryptographic jitter generator.
 std::uint64_t random_seed() noexcept;
 

@@ -146,7 +146,10 @@ void AcquireMachine::send_acquire(const std::vector<NodeVote>* known, Clock::tim
   send.job = id_;
   // An acquire that does not wait, of one key and without fencing, is one plain command instead
   // (docs/guide-waiting.md); a server too old for it gets the script, built only then (on_reply).
-  if (quick_acquire_applies(waits_, fencing_, keys_.size(), ctx_.quick_acquire())) {
+  // A waiter's first attempt, unless a release notice began it (then somebody waits).
+  bool first = attempts_ == 1 && notice_.empty();
+  quick_ = quick_acquire_applies(waits_, first, fencing_, keys_.size(), ctx_.quick_acquire());
+  if (quick_) {
     live.quick = true;
     live.sent = now;
     send.request = std::make_shared<const Request>(quick_acquire_request(keys_[0], token_, ttl_));
@@ -454,9 +457,10 @@ void AcquireMachine::attempt_failed(AcquireResult r, Clock::time_point now, Acti
                                    std::max(cap, unit), ctx_.random()),
                      unit);
   } else if (waits_ && r.error == Errc::not_acquired) {
-    if (woken_ || (freed && freed_in_a_row_ <= 3)) {
-      // A notice came in while we were asking, or the holder we met is being released: ask
-      // again at once.
+    if (woken_ || quick_ || (freed && freed_in_a_row_ <= 3)) {
+      // A notice came in while we were asking, the quick command asked without standing in line
+      // (the script then puts us there), or the holder we met is being released: ask again at
+      // once.
       delay = Milliseconds(0);
     } else {
       delay = waiter_fallback(delay, r.votes.nodes, in_line());

@@ -125,6 +125,7 @@ class AcquireMachine final : public Waiter {
   std::vector<std::string> last_names_;
   bool in_attempt_ = false;
   bool woken_ = false;
+  bool quick_ = false;  // the latest round sent the quick command
   bool noticed_ = false;
   std::string notice_;
   bool fill_pending_ = false;

@@ -18,11 +18,15 @@ namespace redlock::detail::proto {
 // The holder name acquire.lua gives a free key that is a waiter's turn ("turn:<digest>").
 inline bool is_turn(const std::string& holder) { return holder.rfind("turn:", 0) == 0; }
 
-// An acquire that does not wait, of one key and without fencing, is one plain command (SET NX PX
-// GET) instead of the script, while no node has refused that command's form.
-inline bool quick_acquire_applies(bool waits, bool fencing, std::size_t keys,
+// An acquire of one key without fencing is one plain command (SET NX PX GET) instead of the
+// script, while no node has refused that command's form: always for one that does not wait, and
+// for one that waits on its first attempt (`first`), before it stands in line. The command takes
+// only a key that is free and holds no waiter's turn (acquire.lua, TURN), so it passes nobody who
+// is served in turn; a waiter it refuses asks again at once through the script, which puts it in
+// line (AcquireMachine::attempt_failed).
+inline bool quick_acquire_applies(bool waits, bool first, bool fencing, std::size_t keys,
                                   bool quick_acquire_works) noexcept {
-  return !waits && !fencing && keys == 1 && quick_acquire_works;
+  return (!waits || first) && !fencing && keys == 1 && quick_acquire_works;
 }
 
 // The nodes a failed attempt's clean-up may leave out, when the attempt sent each node one acquire

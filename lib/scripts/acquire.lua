@@ -70,7 +70,24 @@ local function name(text)
   return string.sub(redis.sha1hex(text), 1, 16)
 end
 
+-- A turn holds the key: the release (or an acquire, below) that begins a waiter's turn sets the
+-- free key to TURN .. its ticket for the turn's length, so that an acquire that does not keep to
+-- the line (the quick command; another library's script) is refused while the turn lasts, and a
+-- waiting acquire may send the quick command first (docs/guide-waiting.md). No token holds a NUL.
+-- Such a value is the turn of its ticket only while the line's turns name that ticket: anything
+-- else (another program's value) is a holder like any other.
+local TURN = 'turn\0'
+local function turn_of(key, value)
+  if string.sub(value, 1, #TURN) ~= TURN then return nil end
+  local head = string.sub(value, #TURN + 1)
+  if try('HGET', aux(key, 'turns'), head) then return head end
+  return nil
+end
+
 local function holder_name(value)
+  if string.sub(value, 1, #TURN) == TURN then
+    return 'turn:' .. string.sub(redis.sha1hex(string.sub(value, #TURN + 1)), 1, 11)
+  end
   if string.byte(value, -1) == 33 then value = string.sub(value, 1, -2) .. '.' end
   return name(value)
 end
@@ -155,9 +172,11 @@ local function waiting(key)
   return try('EXISTS', q, others) ~= 0
 end
 
+-- A key that holds a turn is free to the line's rules below, for an acquire that keeps to them.
+local keeps_line = ARGV[7] ~= nil and #KEYS == 1
 for _, key in ipairs(KEYS) do
   local holder = redis.call('GET', key)
-  if holder then
+  if holder and not (keeps_line and turn_of(key, holder)) then
     if stand_in_line() then mark(key, holder) end
     return {0, redis.call('PTTL', key), holder_name(holder)}
   end
@@ -172,7 +191,7 @@ end
 -- Nothing is written before the grant's SET: a script's first write is where Redis refuses it
 -- at maxmemory (OOM), and a node out of memory must refuse, not grant.
 local missed = {}
-if ARGV[7] ~= nil and #KEYS == 1 then
+if keeps_line then
   local key = KEYS[1]
   local q, turns = aux(key, 'queue'), aux(key, 'turns')
   for i = 0, 15 do
@@ -193,6 +212,8 @@ if ARGV[7] ~= nil and #KEYS == 1 then
       if heard and heard > 0 then due = now + length end
       if due and not try('HSET', turns, head, due) then due = nil end
       if due then
+        -- The turn holds the key (see TURN): free, or a turn that passed.
+        try('SET', key, TURN .. head, 'PX', length)
         -- The turns live as long as the line: a missed turn must be seen as missed. A line
         -- that runs out in this very millisecond, or while this script runs, reads a PTTL of 0
         -- (Redis 7.0 reads PTTL off the clock, but the script still sees the key): the turns

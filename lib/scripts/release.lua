@@ -108,6 +108,9 @@ local function announce(key, asked)
             local keep = math.max(try('PTTL', q) or 0, length)
             local left = try('PTTL', turns)
             if left and left < keep then try('PEXPIRE', turns, keep) end
+            -- The turn holds the free key for its length (acquire.lua, TURN): an acquire that
+            -- does not keep to the line is refused until the waiter comes or the turn ends.
+            try('SET', key, 'turn\0' .. head, 'PX', length, 'NX')
           end
           -- The waiters for several keys whose sign-up has not ended, once per client.
           local others = aux(key, 'others')
@@ -188,6 +191,8 @@ elseif ticket ~= '' and #KEYS == 1 then
     local first = try('ZRANGE', q, 0, 0)
     try('ZREM', q, ticket)
     try('HDEL', aux(KEYS[1], 'turns'), ticket)
+    -- A turn of this waiter's that holds the key ends with it: the key is free again.
+    if try('GET', KEYS[1]) == 'turn\0' .. ticket then try('DEL', KEYS[1]) end
     if try('EXISTS', q) == 1 then
       -- false: the key is free; nil: it cannot be read (another type), so neither.
       local value = try('GET', KEYS[1])

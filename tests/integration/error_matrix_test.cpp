@@ -491,8 +491,12 @@ TEST_P(ErrorMatrix, Cell) {
   // One operation with a wait: retries while the quorum is missing, bounded by the wait.
   auto start = Clock::now();
   auto promise = std::make_shared<std::promise<AcquireResult>>();
-  client.acquire_async(AcquireRequest{{resource}, kTtl, 300ms},
-                       [promise](AcquireResult a) { promise->set_value(std::move(a)); });
+  AcquireRequest request{{resource}, kTtl, 300ms};
+  // Without EVAL a waiting acquire's quick first attempt, which needs no script, is granted
+  // (errors_test.cpp, NoPermissionIsTyped): the script's denial is met by a fenced acquire, which
+  // runs the script from its first attempt.
+  request.fencing = state() == State::noperm_eval;
+  client.acquire_async(request, [promise](AcquireResult a) { promise->set_value(std::move(a)); });
   auto pending = promise->get_future();
   ASSERT_EQ(pending.wait_for(20s), std::future_status::ready) << "the acquire hangs";
   auto r = pending.get();

@@ -72,8 +72,10 @@ TEST(RedisErrors, OutOfMemoryOnAMajorityIsTyped) {
   EXPECT_TRUE(test::eventually([&] { return cluster.count_existing("redlock:m") == 0u; }));
 }
 
-// Without EVAL and EVALSHA the scripts are denied (a waiting acquire runs acquire.lua); without
-// SET, the quick acquire of a try_acquire is.
+// Without EVAL and EVALSHA the scripts are denied: a fenced acquire runs acquire.lua from its
+// first attempt, and every release is a script. A waiting acquire's first attempt is the quick
+// command, which needs none: granted, its release is the typed refusal. Without SET, the quick
+// acquire of a try_acquire is denied.
 TEST(RedisErrors, NoPermissionIsTyped) {
   RedisCluster cluster(3);
   for (std::size_t i = 0; i < 3; ++i)
@@ -81,10 +83,21 @@ TEST(RedisErrors, NoPermissionIsTyped) {
   auto config = config_for(cluster.node_list());
   config.retry_count = 0;
   Client client(config);
-  auto r = client.acquire("p", 5000ms, 50ms);
+  AcquireRequest fenced({"p"}, 5000ms, 50ms);
+  fenced.fencing = true;
+  auto r = client.acquire(fenced);
   EXPECT_EQ(r.error, Errc::no_quorum) << r.message();
   expect_failed_votes(r, Errc::redis_noperm, 2);
   EXPECT_EQ(cluster.count_existing("redlock:p"), 0u);
+  auto waited = client.acquire("w", 5000ms, 50ms);
+  ASSERT_TRUE(waited) << waited.message();
+  auto rel = client.release(waited.lock);
+  EXPECT_EQ(rel.error, Errc::no_quorum) << rel.message();
+  for (const auto& v : rel.votes.nodes) {
+    if (v.vote == Vote::failed) {
+      EXPECT_EQ(v.error, Errc::redis_noperm) << v.detail;
+    }
+  }
 
   for (std::size_t i = 0; i < 3; ++i)
     ASSERT_EQ(cluster[i].command({"ACL", "SETUSER", "default", "-set"}), "OK");

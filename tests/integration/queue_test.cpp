@@ -288,7 +288,11 @@ TEST(Queue, AWaiterWhoseClientIsGoneIsPassedOverAtOnce) {
   auto config = test::fast_config(cluster);
   config.retry_count = 0;
   Client client(config);
-  auto next = client.acquire("k", 30000ms, 20ms);
+  // Fenced: the script from the first attempt (a waiter's quick first attempt reads no line, and
+  // takes a free key that no turn holds).
+  AcquireRequest request({"k"}, 30000ms, 20ms);
+  request.fencing = true;
+  auto next = client.acquire(request);
   ASSERT_TRUE(next) << "a gone waiter kept the line: " << next.message();
   EXPECT_EQ(next.attempts, 1) << next.message();
   // Granted at the quorum: the last node's script may still be on its way.
@@ -356,7 +360,8 @@ TEST(Queue, ATurnLastsAsLongAsItsWaitersTicketSays) {
   Client holder(test::fast_config(cluster));  // its own turns would last 200 ms
   // How long the turn of `ticket` has left once a marked holder released the key.
   auto turn_left_ms = [&](const std::string& ticket) -> long long {
-    cluster[0].command({"DEL", aux("k", detail::kQueue), aux("k", detail::kTurns)});
+    // The line, its turns and the last turn's hold on the key (acquire.lua, TURN) cleared.
+    cluster[0].command({"DEL", "redlock:k", aux("k", detail::kQueue), aux("k", detail::kTurns)});
     cluster[0].command({"ZADD", aux("k", detail::kQueue), "1", ticket});
     auto held = holder.try_acquire("k", 30000ms);
     if (!held) return -1;
@@ -382,6 +387,7 @@ TEST(Queue, ATurnLastsAsLongAsItsWaitersTicketSays) {
   auto config = notices_only(cluster);
   config.request_timeout = 700ms;
   Client waiter(config);
+  cluster[0].command({"DEL", "redlock:k"});  // the last turn's hold on the key
   auto held = holder.try_acquire("k", 30000ms);
   ASSERT_TRUE(held) << held.message();
   cluster[0].command({"DEL", aux("k", detail::kQueue), aux("k", detail::kTurns)});
@@ -474,6 +480,109 @@ TEST(Queue, AWaiterThatStopsWaitingLeavesTheLine) {
   EXPECT_TRUE(test::eventually([&] { return line_is(cluster, kNodes, "k", "0"); }))
       << "the cancelled waiter is still in line";
   ASSERT_TRUE(holder.release(held.lock));
+}
+
+// A turn holds the key (acquire.lua, TURN): between a release and its waiter's grant, nobody
+// outside the line takes the key, neither try_acquire (the quick command) nor a new waiter's
+// quick first attempt; the new waiter stands in line and is served once the turn has passed.
+TEST(Queue, ATurnHoldsTheKeySoThatNobodyOutsideTheLineTakesIt) {
+  RedisCluster cluster(1);
+  const std::string kChannel = "redlock:turn:0123456789abcdef";
+  const std::string kTicket = kChannel + "#1@400";
+  auto* listener = redisConnect("127.0.0.1", cluster[0].port());  // the waiter's client
+  ASSERT_TRUE(listener != nullptr && listener->err == 0);
+  auto* reply = static_cast<redisReply*>(redisCommand(listener, "SUBSCRIBE %s", kChannel.c_str()));
+  ASSERT_NE(reply, nullptr);
+  freeReplyObject(reply);
+  ASSERT_EQ(cluster[0].command({"ZADD", aux("k", detail::kQueue), "1", kTicket}), "1");
+  Client holder(test::fast_config(cluster));
+  auto held = holder.try_acquire("k", 30000ms);
+  ASSERT_TRUE(held) << held.message();
+  std::string marked = held.lock.token;
+  marked.back() = '!';  // somebody waits: the release gives the line its turn
+  cluster[0].command({"SET", "redlock:k", marked, "XX", "KEEPTTL"});
+  ASSERT_TRUE(holder.release(held.lock));
+  EXPECT_EQ(cluster[0].command({"GET", "redlock:k"}), std::string("turn\0", 5) + kTicket);
+  auto left = std::stoll(cluster[0].command({"PTTL", "redlock:k"}));
+  EXPECT_GT(left, 0);
+  EXPECT_LE(left, 400) << "the turn holds the key for the turn's length, no longer";
+  // Its fallback, not a notice, brings it back when the turn nobody took has passed.
+  Client other(test::fast_config(cluster));
+  auto tried = other.try_acquire("k", 30000ms);
+  EXPECT_EQ(tried.error, Errc::not_acquired) << "the quick command took a waiter's turn";
+  auto waited = other.acquire("k", 30000ms, 5000ms);
+  ASSERT_TRUE(waited) << waited.message();
+  EXPECT_GE(waited.attempts, 2) << "granted during the turn";
+  EXPECT_TRUE(other.release(waited.lock));
+  redisFree(listener);
+}
+
+// The README's call on a free key that nobody waits for is the quick command: no script runs on
+// any node for the acquire (the release is the one EVALSHA).
+TEST(Queue, AWaitingAcquireOfAFreeKeyRunsNoScript) {
+  constexpr std::size_t kNodes = 3;
+  RedisCluster cluster(kNodes);
+  Client client(test::fast_config(cluster));
+  ASSERT_TRUE(client.status().size() == kNodes);  // connected, scripts loaded
+  for (std::size_t i = 0; i < kNodes; ++i) cluster[i].command({"CONFIG", "RESETSTAT"});
+  auto got = client.acquire("k", 10000ms, 2000ms);
+  ASSERT_TRUE(got) << got.message();
+  EXPECT_EQ(got.attempts, 1);
+  for (std::size_t i = 0; i < kNodes; ++i)
+    EXPECT_TRUE(test::eventually([&] {
+      auto stats = cluster[i].command({"INFO", "commandstats"});
+      return stats.find("cmdstat_set:calls=1,") != std::string::npos;
+    })) << "node "
+        << i << ": " << cluster[i].command({"INFO", "commandstats"});
+  for (std::size_t i = 0; i < kNodes; ++i)
+    EXPECT_EQ(cluster[i].command({"INFO", "commandstats"}).find("cmdstat_evalsha"),
+              std::string::npos)
+        << "node " << i;
+  EXPECT_TRUE(client.release(got.lock));
+}
+
+// Another program's value that looks like a turn but that the line does not name is a holder like
+// any other: no acquire takes its key.
+TEST(Queue, AValueThatLooksLikeATurnButIsNoneIsAHolder) {
+  RedisCluster cluster(1);
+  const std::string kForeign = std::string("turn\0", 5) + "redlock:turn:0123456789abcdef#1@100";
+  ASSERT_EQ(cluster[0].command({"SET", "redlock:k", kForeign, "PX", "10000"}), "OK");
+  Client client(test::fast_config(cluster));
+  auto got = client.acquire("k", 10000ms, 300ms);
+  EXPECT_EQ(got.error, Errc::not_acquired) << got.message();
+  EXPECT_EQ(cluster[0].command({"GET", "redlock:k"}), kForeign);
+}
+
+// A waiter that leaves the line (cancelled, out of time) while its turn holds the key frees the
+// key at once: a free lock is never kept for a waiter that has gone.
+TEST(Queue, AWaiterThatLeavesFreesTheKeyItsTurnHolds) {
+  RedisCluster cluster(1);
+  const std::string kChannel = "redlock:turn:0123456789abcdef";
+  const std::string kTicket = kChannel + "#1@2000";
+  auto* listener = redisConnect("127.0.0.1", cluster[0].port());  // the waiter's client
+  ASSERT_TRUE(listener != nullptr && listener->err == 0);
+  auto* reply = static_cast<redisReply*>(redisCommand(listener, "SUBSCRIBE %s", kChannel.c_str()));
+  ASSERT_NE(reply, nullptr);
+  freeReplyObject(reply);
+  ASSERT_EQ(cluster[0].command({"ZADD", aux("k", detail::kQueue), "1", kTicket}), "1");
+  Client holder(test::fast_config(cluster));
+  auto held = holder.try_acquire("k", 30000ms);
+  ASSERT_TRUE(held) << held.message();
+  std::string marked = held.lock.token;
+  marked.back() = '!';
+  cluster[0].command({"SET", "redlock:k", marked, "XX", "KEEPTTL"});
+  ASSERT_TRUE(holder.release(held.lock));
+  ASSERT_EQ(cluster[0].command({"GET", "redlock:k"}), std::string("turn\0", 5) + kTicket);
+  // The waiter leaves, as its client does (Coordinator::leave_line).
+  cluster[0].command(
+      {"EVAL", detail::lua::release_body, "1", "redlock:k", "-", "0", kTicket, "", "0"});
+  EXPECT_EQ(cluster[0].command({"EXISTS", "redlock:k"}), "0") << "the turn outlived its waiter";
+  auto next = holder.try_acquire("k", 30000ms);
+  EXPECT_TRUE(next) << next.message();
+  if (next) {
+    EXPECT_TRUE(holder.release(next.lock));
+  }
+  redisFree(listener);
 }
 
 }  // namespace

@@ -377,6 +377,9 @@ TEST(ProtoAcquire, ASplitLoserCleansUpAndRetriesSoonerThanTheRetryDelay) {
 
 TEST(ProtoAcquire, AWaiterStandsInLineAndSleepsUntilTheHoldersLeaseRunsOut) {
   Harness h(3);
+  // From the first attempt through the script (as on a server without SET ... GET): this test is
+  // about the line, which a waiter's quick first attempt does not join.
+  h.context().no_quick_acquire();
   AcquireMachine m(h.context(), one(10'000ms), 5'000ms, at(0ms), 1234567);
   Actions out;
   m.start(at(0ms), out);
@@ -413,6 +416,45 @@ TEST(ProtoAcquire, AWaiterStandsInLineAndSleepsUntilTheHoldersLeaseRunsOut) {
   auto done = only<DeliverAcquire>(out);
   EXPECT_TRUE(done.result.ok());
   EXPECT_FALSE(has<Unsubscribe>(out)) << "it never subscribed the key's channel";
+}
+
+// A waiter's first attempt is the quick command (rules.hpp): it takes a free key that holds no
+// waiter's turn. Refused, the waiter listens and asks again at once, with a fresh token, through
+// the script, which puts it in line; an attempt that a release notice began is the script's.
+TEST(ProtoAcquire, AWaitersFirstAttemptIsTheQuickCommandAndARefusalAsksAgainAtOnceInLine) {
+  Harness h(3);
+  AcquireMachine m(h.context(), one(10'000ms), 5'000ms, at(0ms), 1234567);
+  Actions out;
+  m.start(at(0ms), out);
+  auto quick = only<Send>(out);
+  EXPECT_EQ(quick.request->decoder, Decoder::quick_acquire);
+  EXPECT_EQ(quick.request->args,
+            (std::vector<std::string>{"SET", "redlock:res", token(1), "NX", "PX", "5000", "GET"}));
+  out.clear();
+  m.on_reply(quick.id, 0, no("turn:0123456789a", 80ms), at(10ms), out);
+  m.on_reply(quick.id, 1, no("holder", 70ms), at(10ms), out);
+  EXPECT_FALSE(has<DeliverAcquire>(out));
+  EXPECT_TRUE(has<Subscribe>(out)) << "it listens before it stands in line";
+  auto timer = all_of<ArmTimer>(out).back();
+  EXPECT_EQ(timer.at, at(10ms)) << "a refused quick attempt asks again at once";
+  out.clear();
+  m.on_timer(timer.id, timer.at, out);
+  auto lined = only<Send>(out);
+  EXPECT_EQ(lined.request->decoder, Decoder::acquire);
+  EXPECT_EQ(lined.request->args[0], token(2)) << "every attempt has a token of its own";
+  EXPECT_EQ(lined.request->args[3], m.ticket()) << "the script puts it in line";
+  // Refused in line, it sleeps until a notice (or its fallback), and the notice's attempt is
+  // the script's too.
+  out.clear();
+  m.on_reply(lined.id, 0, no("holder", 80ms), at(20ms), out);
+  m.on_reply(lined.id, 1, no("holder", 70ms), at(20ms), out);
+  EXPECT_GT(all_of<ArmTimer>(out).back().at, at(20ms));
+  out.clear();
+  h.context().notices().on_message(0, "redlock:turn:00000000000000aa",
+                                   "releaser|" + m.ticket() + "|redlock:res", at(30ms), out);
+  auto turn = only<Send>(out);
+  EXPECT_EQ(turn.request->decoder, Decoder::acquire);
+  EXPECT_EQ(turn.request->args[0], token(3));
 }
 
 TEST(ProtoAcquire, AWaiterGrantedWhileALateNodeRefusesLeavesTheLineThere) {
@@ -550,6 +592,9 @@ TEST(ProtoAcquire, AReleaseNoticeWakesAWaiterForSeveralKeysAtOnce) {
 
 TEST(ProtoAcquire, AWaiterRefusedByAHolderWhoseReleaseWasAnnouncedAsksAgainAtOnce) {
   Harness h(3);
+  // From the first attempt through the script (as on a server without SET ... GET): this test is
+  // about the line, which a waiter's quick first attempt does not join.
+  h.context().no_quick_acquire();
   AcquireMachine m(h.context(), one(10'000ms), 5'000ms, at(0ms), 7);
   Actions out;
   m.start(at(0ms), out);
@@ -739,6 +784,9 @@ TEST(ProtoAcquire, AWaiterForSeveralKeysAsksAgainBeforeItsSignUpsLapse) {
 TEST(ProtoAcquire, AWaiterForOneKeyKeepsItsLongerRetryDelay) {
   Harness h(3);
   h.config.retry_delay = 30'000ms;
+  // From the first attempt through the script (as on a server without SET ... GET): this test is
+  // about the line, which a waiter's quick first attempt does not join.
+  h.context().no_quick_acquire();
   AcquireMachine m(h.context(), one(60'000ms), 5'000ms, at(0ms), 7);
   Actions out;
   m.start(at(0ms), out);

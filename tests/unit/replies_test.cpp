@@ -120,6 +120,18 @@ TEST(Replies, QuickAcquireIsYesOnlyForNil) {
   EXPECT_EQ(quick(nullptr).vote, Vote::pending);
 }
 
+// A waiter's turn holds the free key (acquire.lua, TURN): the quick command is refused, and the
+// holder is named as the script names a turn, "turn:" and 11 digits of its ticket's digest.
+TEST(Replies, QuickAcquireRefusedByATurnNamesTheTurn) {
+  Tree t;
+  const std::string ticket = "redlock:turn:0123456789abcdef#7@200";
+  auto turn = quick(t.text(std::string("turn\0", 5) + ticket));
+  EXPECT_EQ(turn.vote, Vote::no);
+  EXPECT_EQ(turn.holder, "turn:" + token_digest(ticket).substr(0, 11));
+  auto lookalike = quick(t.text("turn:not-a-turn"));
+  EXPECT_EQ(lookalike.holder, token_digest("turn:not-a-turn")) << "no NUL: a token like any other";
+}
+
 // Found by fuzzing: the decoder said yes for any array whose first element was the integer 1,
 // whatever followed it. Only {1, fence >= 0} is a grant.
 TEST(Replies, AcquireYesOnlyForTheExactGrantedShape) {
