@@ -68,14 +68,16 @@ struct Cycles {
 };
 
 // Appends the cycles to `c`.
+// With `wait`, each acquire is the waiting `acquire(key, ttl, wait)`, else `try_acquire`.
 void run_cycles_into(Cycles& c, redlock::Client& client, const std::string& key, int warmup,
-                     int iters, Ms ttl, Clock::time_point limit) {
+                     int iters, Ms ttl, Clock::time_point limit,
+                     std::optional<Ms> wait = std::nullopt) {
   for (auto* v : {&c.total, &c.acquire, &c.release})
     v->reserve(v->size() + static_cast<std::size_t>(iters));
   for (int i = 0; i < warmup + iters && Clock::now() < limit; ++i) {
     bool record = i >= warmup;
     auto t0 = Clock::now();
-    auto r = client.try_acquire(key, ttl);
+    auto r = wait ? client.acquire(key, ttl, *wait) : client.try_acquire(key, ttl);
     auto t1 = Clock::now();
     if (!r) {
       if (record) {
@@ -188,31 +190,7 @@ void readme_call(const Options& o) {
   auto client = new_client(o.ports);
   const std::string key = "bench:readme:" + random_hex(8);
   Cycles c;
-  for (auto* v : {&c.total, &c.acquire, &c.release}) v->reserve(static_cast<std::size_t>(o.iters));
-  auto limit = Clock::now() + 60s;
-  for (int i = 0; i < o.warmup + o.iters && Clock::now() < limit; ++i) {
-    bool record = i >= o.warmup;
-    auto t0 = Clock::now();
-    auto r = client->acquire(key, 10s, 2s);
-    auto t1 = Clock::now();
-    if (!r) {
-      if (record) {
-        ++c.failed_acquires;
-        ++c.errors[error_name(r.error)];
-      }
-      continue;
-    }
-    auto rr = client->release(r.lock);
-    auto t2 = Clock::now();
-    if (!record) continue;
-    if (!rr) {
-      ++c.failed_releases;
-      ++c.errors["release:" + error_name(rr.error)];
-    }
-    c.total.push_back(us_between(t0, t2));
-    c.acquire.push_back(us_between(t0, t1));
-    c.release.push_back(us_between(t1, t2));
-  }
+  run_cycles_into(c, *client, key, o.warmup, o.iters, 10s, Clock::now() + 60s, 2s);
   auto j = head(o, "readme_call", o.ports.size());
   j.str("key", "one key reused")
       .str("call", "acquire(key, 10s, 2s) + release(lock)")

@@ -482,6 +482,27 @@ TEST(Queue, AWaiterThatStopsWaitingLeavesTheLine) {
   ASSERT_TRUE(holder.release(held.lock));
 }
 
+// On a one-node cluster: a raw client listens on `ticket`'s channel (a waiter's client that
+// never comes), the ticket stands first in k's line, and `holder` takes k and releases it marked,
+// which begins that waiter's turn: the turn then holds the key (acquire.lua, TURN).
+void begin_turn(RedisCluster& cluster, Client& holder, const std::string& ticket,
+                redisContext*& listener) {
+  const std::string channel = ticket.substr(0, ticket.find('#'));
+  listener = redisConnect("127.0.0.1", cluster[0].port());
+  ASSERT_TRUE(listener != nullptr && listener->err == 0);
+  auto* reply = static_cast<redisReply*>(redisCommand(listener, "SUBSCRIBE %s", channel.c_str()));
+  ASSERT_NE(reply, nullptr);
+  freeReplyObject(reply);
+  ASSERT_EQ(cluster[0].command({"ZADD", aux("k", detail::kQueue), "1", ticket}), "1");
+  auto held = holder.try_acquire("k", 30000ms);
+  ASSERT_TRUE(held) << held.message();
+  std::string marked = held.lock.token;
+  marked.back() = '!';  // somebody waits: the release gives the line its turn
+  cluster[0].command({"SET", "redlock:k", marked, "XX", "KEEPTTL"});
+  ASSERT_TRUE(holder.release(held.lock));
+  ASSERT_EQ(cluster[0].command({"GET", "redlock:k"}), std::string("turn\0", 5) + ticket);
+}
+
 // A turn holds the key (acquire.lua, TURN): between a release and its waiter's grant, nobody
 // outside the line takes the key, neither try_acquire (the quick command) nor a new waiter's
 // quick first attempt; the new waiter stands in line and is served once the turn has passed.
@@ -489,20 +510,10 @@ TEST(Queue, ATurnHoldsTheKeySoThatNobodyOutsideTheLineTakesIt) {
   RedisCluster cluster(1);
   const std::string kChannel = "redlock:turn:0123456789abcdef";
   const std::string kTicket = kChannel + "#1@400";
-  auto* listener = redisConnect("127.0.0.1", cluster[0].port());  // the waiter's client
-  ASSERT_TRUE(listener != nullptr && listener->err == 0);
-  auto* reply = static_cast<redisReply*>(redisCommand(listener, "SUBSCRIBE %s", kChannel.c_str()));
-  ASSERT_NE(reply, nullptr);
-  freeReplyObject(reply);
-  ASSERT_EQ(cluster[0].command({"ZADD", aux("k", detail::kQueue), "1", kTicket}), "1");
+  redisContext* listener = nullptr;
   Client holder(test::fast_config(cluster));
-  auto held = holder.try_acquire("k", 30000ms);
-  ASSERT_TRUE(held) << held.message();
-  std::string marked = held.lock.token;
-  marked.back() = '!';  // somebody waits: the release gives the line its turn
-  cluster[0].command({"SET", "redlock:k", marked, "XX", "KEEPTTL"});
-  ASSERT_TRUE(holder.release(held.lock));
-  EXPECT_EQ(cluster[0].command({"GET", "redlock:k"}), std::string("turn\0", 5) + kTicket);
+  begin_turn(cluster, holder, kTicket, listener);
+  if (HasFatalFailure()) return;
   auto left = std::stoll(cluster[0].command({"PTTL", "redlock:k"}));
   EXPECT_GT(left, 0);
   EXPECT_LE(left, 400) << "the turn holds the key for the turn's length, no longer";
@@ -559,20 +570,10 @@ TEST(Queue, AWaiterThatLeavesFreesTheKeyItsTurnHolds) {
   RedisCluster cluster(1);
   const std::string kChannel = "redlock:turn:0123456789abcdef";
   const std::string kTicket = kChannel + "#1@2000";
-  auto* listener = redisConnect("127.0.0.1", cluster[0].port());  // the waiter's client
-  ASSERT_TRUE(listener != nullptr && listener->err == 0);
-  auto* reply = static_cast<redisReply*>(redisCommand(listener, "SUBSCRIBE %s", kChannel.c_str()));
-  ASSERT_NE(reply, nullptr);
-  freeReplyObject(reply);
-  ASSERT_EQ(cluster[0].command({"ZADD", aux("k", detail::kQueue), "1", kTicket}), "1");
+  redisContext* listener = nullptr;
   Client holder(test::fast_config(cluster));
-  auto held = holder.try_acquire("k", 30000ms);
-  ASSERT_TRUE(held) << held.message();
-  std::string marked = held.lock.token;
-  marked.back() = '!';
-  cluster[0].command({"SET", "redlock:k", marked, "XX", "KEEPTTL"});
-  ASSERT_TRUE(holder.release(held.lock));
-  ASSERT_EQ(cluster[0].command({"GET", "redlock:k"}), std::string("turn\0", 5) + kTicket);
+  begin_turn(cluster, holder, kTicket, listener);
+  if (HasFatalFailure()) return;
   // The waiter leaves, as its client does (Coordinator::leave_line).
   cluster[0].command(
       {"EVAL", detail::lua::release_body, "1", "redlock:k", "-", "0", kTicket, "", "0"});
