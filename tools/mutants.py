@@ -39,7 +39,7 @@ MUTANTS = [
      "(void)now;",
      "a quorum counts after the validity window closed (acquire, extend, renewal)"),
     ("set_without_nx", "lib/scripts/acquire.lua",
-     "  if holder then",
+     "  if holder and not (keeps_line and turn_of(key, holder)) then",
      "  if false then",
      "the acquire script overwrites another holder's key"),
     ("release_without_compare", "lib/scripts/release.lua",
