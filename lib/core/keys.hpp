@@ -1,11 +1,13 @@
 // Where a lock and its auxiliary data live on a node (docs/architecture.md, "Keys").
 //
 // A lock's key is the key prefix followed by the resource name. Its auxiliary keys (the waiting
-// line, the turns, the sign-ups of waiters for several keys, the fence counter) are the lock's
-// key, the reserved byte and a kind. No resource name and no prefix may contain the reserved
-// byte (validated where names enter: Config, AcquireRequest), so no resource's lock key is ever
-// another resource's auxiliary key: a lock of `x:queue` shares nothing with the line of `x`.
-// The scripts (lib/scripts/*.lua) derive the same names from KEYS[i]. Pure; any thread.
+// line, the turns, the sign-ups of waiters for several keys, the fence counter) are named from
+// the lock's key, the reserved byte and a kind. No resource name and no prefix may contain the
+// reserved byte (validated where names enter: Config, AcquireRequest), so no resource's lock key
+// is ever another resource's auxiliary key: a lock of `x:queue` shares nothing with the line of
+// `x`. Every key of one resource lies in the lock key's Redis Cluster hash slot, so that a voter
+// that is a Redis Cluster can run each script (aux_key). The scripts (lib/scripts/*.lua) derive
+// the same names from KEYS[i]. Pure; any thread.
 #pragma once
 
 #include <chrono>
@@ -30,10 +32,54 @@ inline std::string lock_key(std::string_view prefix, std::string_view resource) 
   return key;
 }
 
+// True when Redis Cluster hashes `key` by a hash tag: the bytes between its first '{' and the
+// first '}' after it, when there are any. A key without one hashes whole.
+inline bool has_hash_tag(std::string_view key) {
+  auto open = key.find('{');
+  if (open == std::string_view::npos) return false;
+  auto close = key.find('}', open + 1);
+  return close != std::string_view::npos && close > open + 1;
+}
+
+// The auxiliary key of `kind` for the lock key `lock_key`, in the lock key's hash slot. It always
+// begins with the lock key and NUL, so an ACL key pattern on the prefix covers it:
+// - a lock key with neither '{' nor '}' ("orders:42", the common case): the lock key, NUL, the
+//   lock key in braces, kind ("orders:42" NUL "{orders:42}queue"): its hash tag is the lock key;
+// - a lock key with a hash tag ("{user:7}:lock"): the lock key, NUL, kind; the tag comes first;
+// - any other ("a}b", "a{b"): the lock key, NUL, kind, which hashes elsewhere: no name but a
+//   CRC16 collision would share its slot (cluster_ready()).
+// No two lock keys share an auxiliary key: the part before the first NUL is the lock key, and no
+// kind begins with '{'. The lock key itself is never renamed: node-redlock and redsync lock the
+// same key.
 inline std::string aux_key(std::string_view lock_key, std::string_view kind) {
+  bool tag = lock_key.find_first_of("{}") == std::string_view::npos;
+  std::string key;
+  key.reserve((tag ? 2 * lock_key.size() + 3 : lock_key.size() + 1) + kind.size());
+  key.append(lock_key).push_back(kReservedByte);
+  if (tag) key.append("{").append(lock_key).append("}");
+  key.append(kind);
+  return key;
+}
+
+// True when every auxiliary key of `lock_key` lies in its hash slot (aux_key).
+inline bool cluster_ready(std::string_view lock_key) {
+  return has_hash_tag(lock_key) || lock_key.find_first_of("{}") == std::string_view::npos;
+}
+
+// The names an auxiliary key had before (the fence counter is carried over from them:
+// lib/scripts/acquire.lua, fence.lua; `redlock show` reads the line under them): the lock key,
+// NUL, kind (until the Cluster layout), and the lock key, ':', kind (before that).
+inline std::string nul_aux_key(std::string_view lock_key, std::string_view kind) {
   std::string key;
   key.reserve(lock_key.size() + 1 + kind.size());
   key.append(lock_key).push_back(kReservedByte);
+  key.append(kind);
+  return key;
+}
+inline std::string colon_aux_key(std::string_view lock_key, std::string_view kind) {
+  std::string key;
+  key.reserve(lock_key.size() + 1 + kind.size());
+  key.append(lock_key).push_back(':');
   key.append(kind);
   return key;
 }

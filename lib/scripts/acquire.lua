@@ -6,19 +6,19 @@
 -- turn length, is not read: a turn lasts as long as its waiter's ticket says, "@<ms>", 100 ms
 -- for a ticket without one, and never longer than MAX_TURN, as in release.lua).
 -- All keys or none.
--- Auxiliary keys (lib/core/keys.hpp): the lock's key, a NUL byte and a kind. No resource name or
--- key prefix may hold a NUL (the client refuses it), so no lock key is ever another lock's
--- line, turns, sign-ups or counter.
+-- Auxiliary keys (lib/core/keys.hpp, aux below): the lock's key, a NUL byte, then a kind, in the
+-- lock key's Redis Cluster hash slot. No resource name or key prefix may hold a NUL (the client
+-- refuses it), so no lock key is ever another lock's line, turns, sign-ups or counter.
 -- Returns {1, fence} when granted: with fencing, the highest of the keys' fence counters after
--- incrementing each (<key>\0fence, no ttl); without, 0.
+-- incrementing each (the key's fence counter, no ttl); without, 0.
 -- Returns {0, pttl, holder} when a token holds one of the keys: its remaining ttl and a name for
 -- that holder (a digest of its token, never the token itself). Our own token counts too: every
 -- attempt has a fresh token, so finding it here means this server was already asked in this
 -- attempt under another address (one server listed twice), and it must not vote twice.
 -- Returns {0, ms, 'turn:<digest>'} when the key is free but it is another waiter's turn: how
 -- long that turn lasts and a name for it.
--- A refused waiter for one key stands in the key's queue (<key>\0queue, by place); a refused
--- waiter for several keys signs up to hear of their releases (<key>\0others: its ticket, scored
+-- A refused waiter for one key stands in the key's queue (aux 'queue', by place); a refused
+-- waiter for several keys signs up to hear of their releases (aux 'others': its ticket, scored
 -- by when the sign-up ends on this node's clock, SIGN_UP ms after its latest refused attempt;
 -- pruned when read, and taken out when it is granted or stops waiting: release.lua).
 -- A holder's token of this version ends in '.' (lib/core/token.hpp); a waiter that stands in line
@@ -36,10 +36,18 @@
 -- (docs/performance.md). It does exactly what the rest of the script does for such a key: with
 -- no line, no turns and no sign-ups there is no turn to honour, nobody to leave or to mark.
 -- An EXISTS the ACL denies is an error, not 0: the rest of the script then decides.
+-- A key's auxiliary key of a kind, in the key's Redis Cluster hash slot (lib/core/keys.hpp,
+-- aux_key): the key, NUL, then the kind, after the key again in braces when the key has no brace
+-- (so that it hashes as the key itself); a key with a hash tag keeps it first.
+local function aux(key, kind)
+  if string.find(key, '[{}]') then return key .. '\0' .. kind end
+  return key .. '\0{' .. key .. '}' .. kind
+end
+
 if #KEYS == 1 and ARGV[3] ~= '1' and not redis.call('GET', KEYS[1]) then
   local key = KEYS[1]
-  if ARGV[7] == nil or redis.pcall('EXISTS', key .. '\0queue', key .. '\0turns',
-                                   key .. '\0others') == 0 then
+  if ARGV[7] == nil or redis.pcall('EXISTS', aux(key, 'queue'), aux(key, 'turns'),
+                                   aux(key, 'others')) == 0 then
     redis.call('SET', key, ARGV[1], 'PX', ARGV[2])
     return {1, 0}
   end
@@ -55,10 +63,6 @@ local MAX_TURN = 2000
 -- How long a sign-up lasts past the waiter's latest refused attempt: a crashed waiter's is gone
 -- by then. Its client asks again well before (lib/core/keys.hpp, kSignUpRefresh).
 local SIGN_UP = 10000
-
-local function aux(key, kind)
-  return key .. '\0' .. kind
-end
 
 local function try(...)
   local r = redis.pcall(...)
@@ -235,18 +239,24 @@ if keeps_line then
   end
 end
 
--- The fence counter moved from <key>:fence to <key>\0fence. A node that has no new counter yet
--- but a legacy one (a plain decimal integer: no token of ours looks like that) carries its value
--- over first, so that fencing tokens never go backwards across the upgrade. (This can go once
--- every fenced resource has been granted by this version on every node, or its legacy counters
--- were deleted: docs/safety.md.)
+-- The fence counter moved: from <key>:fence to <key> NUL fence, then to the Cluster layout (aux
+-- 'fence'). A node that has no counter under the current name yet carries the highest legacy
+-- one over first (a plain decimal integer: no token of ours looks like that), so that fencing
+-- tokens never go backwards across an upgrade. fence.lua does the same. (This can go once every
+-- fenced resource has been granted by this version on every node, or its legacy counters were
+-- deleted: docs/safety.md.)
 local function fence_counter(key)
   local c = aux(key, 'fence')
   if redis.call('EXISTS', c) == 0 then
-    local old = redis.pcall('GET', key .. ':fence')
-    if type(old) == 'string' and #old <= 15 and string.match(old, '^%d+$') then
-      redis.call('SET', c, old)
+    local best
+    for _, old in ipairs({key .. '\0fence', key .. ':fence'}) do
+      local v = old ~= c and redis.pcall('GET', old)
+      if type(v) == 'string' and #v <= 15 and string.match(v, '^%d+$')
+          and (not best or tonumber(v) > tonumber(best)) then
+        best = v
+      end
     end
+    if best then redis.call('SET', c, best) end
   end
   return c
 end

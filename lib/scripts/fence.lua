@@ -1,7 +1,7 @@
 -- The write-back of a fencing token. KEYS: resource keys; ARGV[1]: token; ARGV[2]: the fencing
 -- token (a decimal integer). Only while this node still holds the token on every key, raises
--- each key's fence counter (<key>\0fence, lib/core/keys.hpp) to at least the fencing token. Returns 1 when it did, 0
--- when the lock is not ours here (nothing touched).
+-- each key's fence counter (aux 'fence', lib/core/keys.hpp) to at least the fencing token.
+-- Returns 1 when it did, 0 when the lock is not ours here (nothing touched).
 -- Why: a later grant's quorum meets the quorum that ran this in some node; there, the later
 -- grant's SET could only succeed after our key was gone, so after this ran, and its INCR returns
 -- more than our fencing token. Counters compare as Lua numbers: exact up to 2^53.
@@ -13,12 +13,34 @@ for _, key in ipairs(KEYS) do
     return 0
   end
 end
+-- A key's auxiliary key of a kind, in the key's Redis Cluster hash slot (acquire.lua,
+-- lib/core/keys.hpp aux_key).
+local function aux(key, kind)
+  if string.find(key, '[{}]') then return key .. '\0' .. kind end
+  return key .. '\0{' .. key .. '}' .. kind
+end
+
+-- A node with no counter under the current name yet starts from the highest legacy one, as
+-- acquire.lua's fence_counter does: a write-back that created the counter below a legacy value
+-- would let a later INCR here hand out a token that an older grant already had.
 local fence = tonumber(ARGV[2])
 for _, key in ipairs(KEYS) do
-  local c = key .. '\0fence'
-  local counter = tonumber(redis.call('GET', c) or '0')
+  local c = aux(key, 'fence')
+  local current = redis.call('GET', c)
+  local counter, carried = tonumber(current or '0'), nil
+  if not current then
+    for _, old in ipairs({key .. '\0fence', key .. ':fence'}) do
+      local v = old ~= c and redis.pcall('GET', old)
+      if type(v) == 'string' and #v <= 15 and string.match(v, '^%d+$')
+          and tonumber(v) > counter then
+        counter, carried = tonumber(v), v
+      end
+    end
+  end
   if counter < fence then
     redis.call('SET', c, ARGV[2])
+  elseif carried then
+    redis.call('SET', c, carried)
   end
 end
 return 1

@@ -9,8 +9,9 @@
 -- its client is told, on its channel ("<name>|<ticket>|<key>"), and so are the clients of waiters
 -- for several keys ("<name>||<key>"). A turn that nobody hears (the client is gone) passes to the
 -- next in line. With nobody in line, the notice goes to the key's channel <key>:released, where
--- the clients of waiters for several keys listen, when such waiters signed up (<key>\0others).
--- Auxiliary keys are the lock's key, a NUL byte and a kind (acquire.lua, lib/core/keys.hpp).
+-- the clients of waiters for several keys listen, when such waiters signed up (aux 'others').
+-- Auxiliary keys are named from the lock's key, a NUL byte and a kind (aux below, acquire.lua,
+-- lib/core/keys.hpp).
 -- With ARGV[3], a waiter's ticket, and one key: ARGV[4] a place puts it (back) in line (a failed
 -- attempt's clean-up: where it was granted, it left the line), the queue kept ARGV[5] ms; ''
 -- takes it out (it stopped waiting: if it was first and the key is free, the next one's turn
@@ -35,13 +36,20 @@
 -- The common release, of one key by its holder with no waiter's ticket and nobody waiting, runs
 -- GET and DEL and nothing else, before anything else is defined: every call, closure and step
 -- in a script costs the server time that a plain command does not (docs/performance.md).
+-- A key's auxiliary key of a kind, in the key's Redis Cluster hash slot (acquire.lua,
+-- lib/core/keys.hpp aux_key).
+local function aux(key, kind)
+  if string.find(key, '[{}]') then return key .. '\0' .. kind end
+  return key .. '\0{' .. key .. '}' .. kind
+end
+
 local freed, checked
 if #KEYS == 1 and ARGV[3] == nil and ARGV[1] ~= '-' then
   local value = redis.call('GET', KEYS[1])
   if value == ARGV[1] then
     redis.call('DEL', KEYS[1])
     if ARGV[2] == '0' or string.byte(value, -1) == 46 then return 1 end
-    if redis.pcall('EXISTS', KEYS[1] .. '\0queue', KEYS[1] .. '\0others') == 0 then return 1 end
+    if redis.pcall('EXISTS', aux(KEYS[1], 'queue'), aux(KEYS[1], 'others')) == 0 then return 1 end
   elseif value and string.byte(ARGV[1], -1) == 46
       and value == string.sub(ARGV[1], 1, -2) .. '!' then
     redis.call('DEL', KEYS[1])
@@ -50,10 +58,6 @@ if #KEYS == 1 and ARGV[3] == nil and ARGV[1] ~= '-' then
     return 0
   end
   freed, checked = {KEYS[1]}, true  -- somebody waits: announce() below tells them
-end
-
-local function aux(key, kind)
-  return key .. '\0' .. kind
 end
 
 local function nobody_waits(key)

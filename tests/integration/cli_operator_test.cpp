@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "cli_support.hpp"
+#include "core/keys.hpp"
 #include "redis_server.hpp"
 
 namespace redlock::test {
@@ -331,8 +332,8 @@ TEST_F(CliOperator, ShowTurnsForeignTypesAndDownNodes) {
                                     "math.floor(t[2] / 1000)",
                                     "0"});
     long long due = std::stoll(time) + 8000;
-    std::string queue = std::string("redlock:t") + '\0' + "queue";
-    std::string turns = std::string("redlock:t") + '\0' + "turns";
+    std::string queue = detail::aux_key("redlock:t", detail::kQueue);
+    std::string turns = detail::aux_key("redlock:t", detail::kTurns);
     cluster[i].command({"ZADD", queue, "1", "chan#1@100"});
     cluster[i].command({"HSET", turns, "chan#1@100", std::to_string(due)});
   }

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "cli_support.hpp"
+#include "core/keys.hpp"
 #include "redis_server.hpp"
 
 namespace redlock::test {
@@ -493,7 +494,7 @@ TEST_F(Cli, RunWaitingForTheLockEndsOnSigtermAndSigint) {
   ASSERT_EQ(held.exit_code, 0) << held.err;
   // A waiter stands in the resource's line on every node while it waits.
   auto waiters = [&] {
-    return cluster[0].command({"ZCARD", std::string("redlock:queue\0queue", 19)});
+    return cluster[0].command({"ZCARD", detail::aux_key("redlock:queue", detail::kQueue)});
   };
   TempDir dir;
   for (int sig : {SIGTERM, SIGINT}) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
 
+#include <algorithm>
 #include <chrono>
 #include <future>
 #include <memory>
@@ -212,6 +213,93 @@ TEST(Liveness, TheLegacyFenceCounterIsCarriedOver) {
   EXPECT_TRUE(client.release(s.lock));
   for (std::size_t i = 0; i < kNodes; ++i)
     EXPECT_EQ(cluster[i].command({"GET", "redlock:g:fence"}), "a-token.");
+}
+
+// The fence counter of the layout before the Cluster one (the lock key, NUL, "fence") is carried
+// over by the first fenced grant, and by a write-back that finds no counter of the current layout
+// (fence.lua): a token is never handed out twice across the upgrade.
+TEST(Liveness, TheFenceCounterOfTheLayoutBeforeIsCarriedOver) {
+  constexpr std::size_t kNodes = 3;
+  RedisCluster cluster(kNodes);
+  for (std::size_t i = 0; i < kNodes; ++i) {
+    cluster[i].command({"SET", detail::nul_aux_key("redlock:f", detail::kFence), "41"});
+    cluster[i].command({"SET", "redlock:f:fence", "17"});  // the one before that: lower
+  }
+  Client client(test::fast_config(cluster));
+  AcquireRequest f{{"f"}, 30000ms};
+  f.fencing = true;
+  auto r = client.acquire(f);
+  ASSERT_TRUE(r) << r.message();
+  EXPECT_EQ(r.lock.fencing_token, 42u);
+  EXPECT_TRUE(client.release(r.lock));
+  // The write-back alone, on a node that holds the token and only a legacy counter above it.
+  RedisServer& node = cluster[0];
+  node.command({"DEL", aux("g", detail::kFence)});
+  node.command({"SET", detail::nul_aux_key("redlock:g", detail::kFence), "500"});
+  node.command({"SET", "redlock:g", "tok."});
+  EXPECT_EQ(node.command({"EVAL", detail::lua::fence_body, "1", "redlock:g", "tok.", "7"}), "1");
+  EXPECT_EQ(node.command({"GET", aux("g", detail::kFence)}), "500");
+}
+
+// Every key of one resource lies in its lock key's Redis Cluster hash slot (lib/core/keys.hpp,
+// docs/architecture.md "Keys"), as a real cluster-enabled server computes it: the keys the
+// scripts create for a fenced holder, a waiter in line and a waiter for several keys, and every
+// kind's name. The lock key is never renamed, and no two resources share an auxiliary key.
+TEST(Liveness, EveryKeyOfAResourceLiesInItsLockKeysHashSlot) {
+  RedisServer slots({"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"});
+  auto slot = [&](const std::string& key) { return slots.command({"CLUSTER", "KEYSLOT", key}); };
+  for (const std::string resource : {"orders:42", "{user:7}:lock"}) {
+    SCOPED_TRACE(resource);
+    const std::string lock = "redlock:" + resource;
+    for (auto kind : {detail::kQueue, detail::kTurns, detail::kOthers, detail::kFence})
+      EXPECT_EQ(slot(detail::aux_key(lock, kind)), slot(lock)) << kind;
+    RedisCluster cluster(1);
+    Client holder(test::fast_config(cluster));
+    AcquireRequest fenced{{resource}, 30000ms};
+    fenced.fencing = true;
+    auto held = holder.acquire(fenced);
+    ASSERT_TRUE(held) << held.message();
+    Client waiters(test::fast_config(cluster));
+    auto one =
+        std::async(std::launch::async, [&] { return waiters.acquire(resource, 30000ms, 5000ms); });
+    auto two = std::async(std::launch::async, [&] {
+      return waiters.acquire(AcquireRequest({resource, "elsewhere"}, 30000ms, 5000ms));
+    });
+    ASSERT_TRUE(test::eventually(
+        [&] {
+          return cluster[0].command({"EXISTS", detail::aux_key(lock, detail::kQueue),
+                                     detail::aux_key(lock, detail::kOthers)}) == "2";
+        },
+        5s));
+    std::string keys = cluster[0].command({"KEYS", "*"});
+    std::size_t of_resource = 0;
+    for (std::size_t at = 0; at <= keys.size();) {
+      std::size_t end = std::min(keys.find('\n', at), keys.size());
+      std::string key = keys.substr(at, end - at);
+      at = end + 1;
+      if (key.compare(0, lock.size() + 1, lock + std::string(1, '\0')) != 0 && key != lock)
+        continue;
+      ++of_resource;
+      std::string shown = key;
+      std::replace(shown.begin(), shown.end(), '\0', '|');
+      EXPECT_EQ(slot(key), slot(lock)) << shown;
+    }
+    EXPECT_EQ(of_resource, 4u) << "the lock, its fence counter, its line, its sign-ups";
+    EXPECT_TRUE(holder.release(held.lock));
+    for (auto* wait : {&one, &two}) {
+      auto got = wait->get();
+      ASSERT_TRUE(got) << got.message();
+      EXPECT_TRUE(waiters.release(got.lock));
+    }
+  }
+  // A resource named as another's lock key in braces shares none of its auxiliary keys.
+  EXPECT_NE(detail::aux_key("x", detail::kQueue), detail::aux_key("{x}", detail::kQueue));
+  EXPECT_NE(detail::aux_key("x", detail::kQueue), detail::aux_key("x{x}", detail::kQueue));
+  EXPECT_TRUE(detail::cluster_ready("orders:42"));
+  EXPECT_TRUE(detail::cluster_ready("{user:7}:lock"));
+  EXPECT_FALSE(detail::cluster_ready("a}b"));
+  EXPECT_FALSE(detail::cluster_ready("a{b"));
+  EXPECT_FALSE(detail::cluster_ready("{}b"));
 }
 
 // 3. A waiter for several keys signs up for their releases; when it stops waiting (its deadline

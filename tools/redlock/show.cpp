@@ -17,18 +17,22 @@ namespace {
 
 std::string digest(const std::string& text) { return redlock::detail::token_digest(text); }
 
-// The auxiliary key of `kind`: keys.hpp's name, or the legacy "<key>:<kind>" of older scripts
-// when only that one exists. Returns the key and its type ("none" when neither exists).
+// The auxiliary key of `kind`: keys.hpp's name, or a legacy one of older scripts (the lock key,
+// NUL, kind; or "<key>:<kind>") when only that one exists. Returns the key and its type ("none"
+// when none exists).
 std::pair<std::string, std::string> aux(NodeConnection& conn, const std::string& lock_key,
                                         std::string_view kind, NodeView& view) {
   std::string key = redlock::detail::aux_key(lock_key, kind);
   std::string type = reply_text(must(conn, {"TYPE", key}).get());
   if (type != "none") return {key, type};
-  std::string legacy = lock_key + ":" + std::string(kind);
-  std::string legacy_type = reply_text(must(conn, {"TYPE", legacy}).get());
-  if (legacy_type != "none") {
-    view.notes.push_back(std::string(kind) + " read under its legacy name '" + legacy + "'");
-    return {legacy, legacy_type};
+  for (const std::string& legacy : {redlock::detail::nul_aux_key(lock_key, kind),
+                                    redlock::detail::colon_aux_key(lock_key, kind)}) {
+    if (legacy == key) continue;
+    std::string legacy_type = reply_text(must(conn, {"TYPE", legacy}).get());
+    if (legacy_type != "none") {
+      view.notes.push_back(std::string(kind) + " read under its legacy name '" + legacy + "'");
+      return {legacy, legacy_type};
+    }
   }
   return {key, type};
 }
