@@ -17,6 +17,7 @@
 #include "redlock/config.hpp"
 #include "redlock/errors.hpp"
 #include "redlock/lock.hpp"
+#include "token.hpp"
 
 namespace redlock::detail {
 
@@ -165,6 +166,16 @@ inline std::string token_digest(std::string_view token) {
   for (int i = 0; i < 2; ++i)
     for (int shift = 28; shift >= 0; shift -= 4) out.push_back(hex[(h[i] >> shift) & 0xf]);
   return out;
+}
+
+// The name the scripts give whatever holds a key, from the key's value (acquire.lua,
+// holder_name): a waiter's turn is "turn:" and 11 hex digits of its ticket's digest; a token is
+// its digest, read with its mark undone (token.hpp). The client's refusals, `redlock show` and
+// `redlock list` name holders so.
+inline std::string holder_of_value(std::string_view value) {
+  if (is_turn_value(value))
+    return "turn:" + token_digest(value.substr(kTurnPrefix.size())).substr(0, 11);
+  return token_digest(token_of_value(value));
 }
 
 // After a split vote seen whole (every node answered yes or no, each "no" naming its holder, and

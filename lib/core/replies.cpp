@@ -43,14 +43,8 @@ void quick_acquire_vote(const redisReply* r, NodeVote& vote) {
   }
   if (r->type != REDIS_REPLY_STRING) return;
   vote.vote = Vote::no;
-  std::string_view value(r->str, r->len);
-  // A waiter's turn holds the key (acquire.lua, TURN): named as the script names a turn.
-  if (value.substr(0, kTurnPrefix.size()) == kTurnPrefix) {
-    vote.holder = "turn:" + token_digest(value.substr(kTurnPrefix.size())).substr(0, 11);
-    return;
-  }
-  // The holder's value: its token, its last character changed where somebody waits (token.hpp).
-  vote.holder = token_digest(token_of_value(value));
+  // The holder's value (its token, or a waiter's turn), named as the script names it.
+  vote.holder = holder_of_value(std::string_view(r->str, r->len));
 }
 
 void fence_vote(const redisReply* r, NodeVote& vote) {

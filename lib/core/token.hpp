@@ -33,6 +33,9 @@ inline std::string token_of_value(std::string_view value) {
 // The value of a free key while a waiter's turn holds it: this, then the waiter's ticket
 // (acquire.lua, TURN). No token holds a NUL byte.
 inline constexpr std::string_view kTurnPrefix{"turn\0", 5};
+inline bool is_turn_value(std::string_view value) {
+  return value.substr(0, kTurnPrefix.size()) == kTurnPrefix;
+}
 
 // A 64-bit seed from getrandom(2), for the non-cryptographic jitter generator.
 std::uint64_t random_seed() noexcept;

@@ -191,8 +191,7 @@ int do_break(const Globals& g, Client& client, const std::string& key, const Bre
       if (type != "string") continue;
       std::string value = reply_text(must(conn, {"GET", lock_key}).get());
       // A waiter's turn holds the key for a turn at most: nobody's lock, nothing to break.
-      if (value.compare(0, redlock::detail::kTurnPrefix.size(), redlock::detail::kTurnPrefix) == 0)
-        continue;
+      if (redlock::detail::is_turn_value(value)) continue;
       if (!value.empty() && value.back() == redlock::detail::kWaitedFor)
         value.back() = redlock::detail::kNobodyWaits;
       tokens.emplace(value, holder_name(value));

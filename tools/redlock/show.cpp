@@ -118,12 +118,7 @@ std::string ttl_text(long long ms) {
 }  // namespace
 
 std::string holder_name(const std::string& token) {
-  // A waiter's turn that holds the free key (acquire.lua, TURN): named as the scripts name it.
-  if (token.compare(0, redlock::detail::kTurnPrefix.size(), redlock::detail::kTurnPrefix) == 0)
-    return "turn:" + digest(token.substr(redlock::detail::kTurnPrefix.size())).substr(0, 11);
-  std::string t = token;
-  if (!t.empty() && t.back() == '!') t.back() = '.';
-  return digest(t);
+  return redlock::detail::holder_of_value(token);
 }
 
 std::vector<NodeView> read_lock(const Config& config, const std::string& lock_key,
