@@ -635,6 +635,7 @@ void watchdog_scale(const Options& o) {
   std::vector<redlock::HeldLock> held;
   held.reserve(static_cast<std::size_t>(o.held));
   long long rss0 = self_rss_bytes(), heap0 = heap_in_use_bytes();
+  const double hold_cpu0 = self_cpu_seconds();
   auto t_hold = Clock::now();
   long long hold_failures = 0;
   // A minute, and a minute more for each 100,000 locks past the first: taking a million one by
@@ -649,15 +650,18 @@ void watchdog_scale(const Options& o) {
         for (int i = next++; i < o.held && Clock::now() < limit; i = next++) {
           auto r = client->hold("bench:wd:" + tag + ":" + std::to_string(i));
           std::lock_guard<std::mutex> lock(m);
-          if (r)
+          if (r) {
             held.push_back(std::move(r.lock));
-          else
-            ++hold_failures;
+          } else if (++hold_failures <= 3) {
+            std::fprintf(stderr, "watchdog_scale: hold %d failed: %s (%s), %d attempts\n", i,
+                         r.error.message().c_str(), r.detail.c_str(), r.attempts);
+          }
         }
       });
     for (auto& t : takers) t.join();
   }
   double hold_s = std::chrono::duration<double>(Clock::now() - t_hold).count();
+  const double hold_cpu = self_cpu_seconds() - hold_cpu0;
   // Settle: let the renewals that fell due while locks were being taken go out.
   std::this_thread::sleep_for(Ms(o.lease_ms / 3));
 
@@ -668,24 +672,49 @@ void watchdog_scale(const Options& o) {
     return lost;
   };
   const long long lost_before = count_lost();
-  std::vector<long long> cmd0, eval0;
+  // PEXPIRE runs only in renew.lua, once per key it extends: the renewals the servers did.
+  std::vector<long long> cmd0, eval0, pexpire0;
+  std::vector<double> server_cpu0;
   for (auto& p : probes) {
     cmd0.push_back(p->commands_processed());
     eval0.push_back(p->command_calls("evalsha") + p->command_calls("eval"));
+    pexpire0.push_back(p->command_calls("pexpire"));
+    server_cpu0.push_back(p->cpu_seconds());
   }
   double cpu0 = self_cpu_seconds();
   auto t0 = Clock::now();
-  std::this_thread::sleep_for(std::chrono::duration<double>(o.window_s));
+  // A lock call on the same client every 50 ms: what a caller waits while the loop renews (a
+  // burst of due renewals holds the loop thread up, and a request timer of 200 ms with it).
+  std::vector<double> call_us;
+  long long call_failures = 0;
+  {
+    const auto end =
+        t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.window_s));
+    const std::string key = "bench:wd:" + tag + ":caller";
+    while (Clock::now() < end && call_us.size() < 100'000) {
+      auto a = Clock::now();
+      auto r = client->try_acquire(key, Ms(o.ttl_ms));
+      if (r)
+        (void)client->release(r.lock);
+      else
+        ++call_failures;
+      call_us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - a).count());
+      std::this_thread::sleep_until(std::min(end, a + 50ms));
+    }
+  }
   double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
   double cpu = self_cpu_seconds() - cpu0;
-  std::vector<double> req_per_s, eval_per_s;
+  std::vector<double> req_per_s, eval_per_s, pexpire_per_s, server_cpu;
   for (std::size_t i = 0; i < probes.size(); ++i) {
-    // This probe's own commands in between: INFO commandstats twice and INFO stats once.
-    long long cmds = probes[i]->commands_processed() - cmd0[i] - 3;
+    // This probe's own commands in between: INFO commandstats three times and INFO stats once.
+    long long cmds = probes[i]->commands_processed() - cmd0[i] - 4;
     long long evals =
         probes[i]->command_calls("evalsha") + probes[i]->command_calls("eval") - eval0[i];
+    long long pexpires = probes[i]->command_calls("pexpire") - pexpire0[i];
     req_per_s.push_back(static_cast<double>(cmds) / elapsed);
     eval_per_s.push_back(static_cast<double>(evals) / elapsed);
+    pexpire_per_s.push_back(static_cast<double>(pexpires) / elapsed);
+    server_cpu.push_back((probes[i]->cpu_seconds() - server_cpu0[i]) / elapsed);
   }
   long long rss1 = self_rss_bytes(), heap1 = heap_in_use_bytes();
   const long long lost = count_lost();
@@ -693,6 +722,11 @@ void watchdog_scale(const Options& o) {
   // Lock renewals in the window: every live lock once per lease/3 (lost ones are not renewed).
   const double alive = count - static_cast<double>(lost_before + lost) / 2.0;
   const double renewals = alive * elapsed / (o.lease_ms / 3000.0);
+  // The renewals the nodes did (keys extended, averaged over the nodes; one key per lock here),
+  // where every probe could read them: the CPU per renewal is judged on these.
+  double done = 0;
+  for (auto v : pexpire_per_s) done = v < 0 || done < 0 ? -1 : done + v * elapsed;
+  const double renewed = done >= 0 ? done / static_cast<double>(probes.size()) : renewals;
 
   auto t_release = Clock::now();
   held.clear();  // each HeldLock releases itself without blocking
@@ -706,15 +740,22 @@ void watchdog_scale(const Options& o) {
       .integer("lease_ms", o.lease_ms)
       .num("renew_every_ms", o.lease_ms / 3.0)
       .num("hold_s", hold_s)
+      .num("hold_client_cpu_util", hold_s > 0 ? hold_cpu / hold_s : NAN)
+      .num("hold_client_cpu_us_per_lock", count > 0 ? hold_cpu * 1e6 / count : NAN)
       .num("window_s", elapsed)
       .numbers("requests_per_s_per_node", req_per_s)
       .numbers("scripts_per_s_per_node", eval_per_s)
+      .numbers("keys_extended_per_s_per_node", pexpire_per_s)
+      .numbers("server_cpu_util_per_node", server_cpu)
       .num("lock_renewals_per_s", renewals / elapsed)
       .num("client_cpu_util", cpu / elapsed)
-      .num("client_cpu_us_per_renewal", renewals > 0 ? cpu * 1e6 / renewals : NAN)
+      .num("renewals_done_per_s", renewed / elapsed)
+      .num("client_cpu_us_per_renewal", renewed > 0 ? cpu * 1e6 / renewed : NAN)
       .num("rss_bytes_per_lock", count > 0 ? static_cast<double>(rss1 - rss0) / count : NAN)
       .num("heap_bytes_per_lock",
            count > 0 && heap0 >= 0 ? static_cast<double>(heap1 - heap0) / count : NAN)
+      .stats("caller_cycle_us", summarize(call_us))
+      .integer("caller_failures", call_failures)
       .integer("lost_before_window", lost_before)
       .integer("lost_during_window", lost - lost_before)
       .num("release_and_shutdown_s", release_s)

@@ -30,10 +30,14 @@
 #   BENCH_BASEPORT=7321     the nodes listen on BASEPORT .. BASEPORT+8 (must be free)
 #   BENCH_BUDGET=540        hard limit for the measurements in seconds; later steps are skipped
 #   BENCH_ITERS=5000 BENCH_WARMUP=200 BENCH_TPUT_DURATION=3 BENCH_CONT_DURATION=3
-#   BENCH_HELD=10000 BENCH_LEASE_MS=3000 BENCH_WINDOW=6 BENCH_DELAY_MS=50
+#   BENCH_HELD=10000 BENCH_LEASE_MS=3000 BENCH_WINDOW=6 BENCH_HOLD_THREADS=1 BENCH_DELAY_MS=50
 #   BENCH_SKIP="readme peers floor contention minority watchdog chart"   steps to leave out
 #   BENCH_ONLY=readme       part 0 alone (the README's call against the floor and the peers,
 #                           5 masters, no chart): a minute or so
+#   BENCH_ONLY=million      cost at scale: locks/s with the floor alternating at N = 1 and 5
+#                           (client CPU per lock against the floor's), then the watchdog with
+#                           1,000,000 held locks on one master, lease 30 s, a 20 s window
+#                           (BENCH_HELD, BENCH_LEASE_MS, BENCH_WINDOW, BENCH_HOLD_THREADS=32)
 #   BENCH_NODE_PEERS="node-redlock redlock-universal redis-semaphore"   the peers (bench.mjs --impl)
 #   BENCH_CONT_PEERS="node-redlock redlock-universal redis-semaphore"   the peers that also run
 #                           contention (latency and locks/s run for every peer)
@@ -60,6 +64,7 @@ HOLD_MS=1
 HELD=${BENCH_HELD:-10000}
 LEASE_MS=${BENCH_LEASE_MS:-3000}
 WINDOW=${BENCH_WINDOW:-6}
+HOLD_THREADS=${BENCH_HOLD_THREADS:-1}
 DELAY_MS=${BENCH_DELAY_MS:-50}
 SKIP=" ${BENCH_SKIP:-} "
 ONLY=${BENCH_ONLY:-}
@@ -75,7 +80,14 @@ MAXN=9
 case $ONLY in
   "") ;;
   readme) LAT_NODES= TPUT_NODES= MAXN=5 SKIP="$SKIP minority watchdog chart " ;;
-  *) echo "bench/run.sh: BENCH_ONLY must be readme (or unset)" >&2; exit 2 ;;
+  # Cost at scale: a million held locks on one node (the servers' one core is the limit at
+  # N = 5), lease 30 s, and the client CPU per lock against the floor's at N = 1 and 5.
+  million)
+    LAT_NODES= TPUT_NODES= MAXN=5 SKIP="$SKIP readme peers contention minority chart "
+    HELD=${BENCH_HELD:-1000000} LEASE_MS=${BENCH_LEASE_MS:-30000} WINDOW=${BENCH_WINDOW:-20}
+    HOLD_THREADS=${BENCH_HOLD_THREADS:-32} BUDGET=${BENCH_BUDGET:-600}
+    ;;
+  *) echo "bench/run.sh: BENCH_ONLY must be readme or million (or unset)" >&2; exit 2 ;;
 esac
 BUILD=$ROOT/build/bench
 PEERBENCH=${REDLOCK_PEERBENCH:-$ROOT/../shared/peerbench}
@@ -421,9 +433,19 @@ if ! skipped minority; then
 fi
 
 # ---- 5. the watchdog at scale ----
-if ! skipped watchdog; then
+if [[ $ONLY == million ]]; then
+  # Client CPU per lock against the floor's, alternating in one process, then the million.
+  for n in 1 5; do
+    ours $((2 * TPUT_DURATION + 25)) "redlock-cpp N=$n throughput" "$n" --scenarios throughput \
+      --tput-workers "$TPUT_WORKERS" --tput-duration "$TPUT_DURATION" --alternate-floor 1
+  done
+  ours $((HELD / 2500 + 2 * LEASE_MS / 3000 + WINDOW + 60)) \
+    "redlock-cpp N=1 watchdog: $HELD held locks, lease $LEASE_MS ms, $HOLD_THREADS hold threads" 1 \
+    --scenarios watchdog_scale --held "$HELD" --lease-ms "$LEASE_MS" --window "$WINDOW" \
+    --hold-threads "$HOLD_THREADS"
+elif ! skipped watchdog; then
   ours 90 "redlock-cpp N=5 watchdog: $HELD held locks, lease $LEASE_MS ms" 5 --scenarios watchdog_scale \
-    --held "$HELD" --lease-ms "$LEASE_MS" --window "$WINDOW"
+    --held "$HELD" --lease-ms "$LEASE_MS" --window "$WINDOW" --hold-threads "$HOLD_THREADS"
 fi
 
 read -r BUSY1 TOT1 < <(cpu_busy)
