@@ -96,6 +96,7 @@ void WatchdogMachine::on_timer(TimerId timer, Clock::time_point now, Actions& ou
   if (timer != timer_ || closed_) return;
   armed_for_ = Clock::time_point::max();  // it fired
   Batch due;
+  std::size_t early = 0;
   // Only the locks whose event has come: the heap's top, until that lies in the future.
   while (!heap_.empty()) {
     auto id = heap_.begin()->second;
@@ -107,6 +108,10 @@ void WatchdogMachine::on_timer(TimerId timer, Clock::time_point now, Actions& ou
     }
     // Renewals falling due soon go out with this batch: one call per node for all of them.
     if (!w.info.renew || w.in_flight || now + w.info.ttl / 12 < w.info.next_renewal) break;
+    // Early ones up to a bound: the first left behind has its renewal and its lost deadline
+    // after now (the deadline is checked above), and so has every lease after it in the heap,
+    // so nothing left is due yet; the timer fires again at its renewal.
+    if (w.info.next_renewal > now && early++ == max_early_per_timer) break;
     w.in_flight = true;  // from now on its next event is its lost deadline
     reschedule(id, w);
     due.push_back(id);

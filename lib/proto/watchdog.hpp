@@ -39,6 +39,12 @@ class WatchdogMachine {
  public:
   static constexpr std::size_t max_batch_keys = 1000;
   static constexpr std::size_t max_calls_in_flight = 2;
+  // Renewals not yet due that one timer takes along with those that are (ttl/12 early, so that
+  // locks falling due together share a call): enough for the calls that may go at once. Without
+  // a bound, a client holding a million locks took a quarter of a million in one timer, and
+  // its loop thread did nothing else for longer than a request timeout (docs/performance.md,
+  // "Cost at scale").
+  static constexpr std::size_t max_early_per_timer = max_batch_keys * max_calls_in_flight;
 
   explicit WatchdogMachine(Context& context);
 

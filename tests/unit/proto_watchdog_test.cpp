@@ -179,6 +179,40 @@ TEST(ProtoWatchdog, AtMostTwoCallsAreOnTheirWayAtOnce) {
   EXPECT_EQ(third.request->keys.front(), "redlock:k3");
 }
 
+// One timer takes the renewals that are due and at most max_early_per_timer of those falling due
+// within a twelfth of the ttl: a client holding a million locks otherwise took a quarter of a
+// million in one timer, and its loop answered nothing else for longer than a request timeout.
+// The ones left behind are taken when their own renewal comes, long before their deadline.
+TEST(ProtoWatchdog, OneTimerTakesTheDueRenewalsAndABoundedNumberOfEarlyOnes) {
+  Harness h(3);
+  WatchdogMachine w(h.context());
+  Actions out;
+  constexpr std::size_t kEarly = WatchdogMachine::max_early_per_timer;
+  const std::size_t leases = kEarly + 500;
+  // Granted 100 µs apart: renewals due from 3 s on, all within 750 ms (a twelfth of 9 s).
+  auto granted = [](std::size_t i) { return at(0ms) + std::chrono::microseconds(100 * i); };
+  for (std::size_t i = 0; i < leases; ++i)
+    w.add(i + 1, lease(granted(i), true, "redlock:k" + std::to_string(i)), granted(i), out);
+  auto timer = all_of<ArmTimer>(out).front().id;
+  out.clear();
+  // Fired 5 ms late: the first 51 are due, and kEarly more go with them.
+  const auto fired = at(3005ms);
+  w.on_timer(timer, fired, out);
+  std::size_t sent = 0;
+  for (const auto& send : all_of<Send>(out)) sent += send.request->items;
+  EXPECT_EQ(sent, WatchdogMachine::max_batch_keys * WatchdogMachine::max_calls_in_flight)
+      << "two calls on their way, the rest waits for them";
+  auto next = all_of<ArmTimer>(out);
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(next.front().at, granted(51 + kEarly) + 3000ms)
+      << "the first lease left behind: at its own renewal";
+  out.clear();
+  // At that renewal, the rest (due or within the twelfth) are taken; none was lost meanwhile.
+  w.on_timer(timer, next.front().at, out);
+  EXPECT_TRUE(all_of<Lost>(out).empty());
+  EXPECT_EQ(w.size(), leases);
+}
+
 TEST(ProtoWatchdog, ShutdownLosesEveryLease) {
   Harness h(3);
   WatchdogMachine w(h.context());
