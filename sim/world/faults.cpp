@@ -168,7 +168,7 @@ void World::schedule_faults() {
       auto n = static_cast<std::size_t>(rng_.range(0, static_cast<std::int64_t>(nn) - 1));
       Us len = rng_.range(50 * kMs, 1 * kSec);
       at(rng_.range(0, span), [this, n, len] {
-        trace("FAULT n" + std::to_string(n) + " answers acquires oddly for " +
+        trace("FAULT n" + std::to_string(n) + " answers requests oddly for " +
               std::to_string(len / kMs) + " ms");
         nodes_[n].odd_until = std::max(nodes_[n].odd_until, now_ + len);
         faulty(now_ + len + 500 * kMs);

@@ -62,7 +62,7 @@ const std::vector<std::string> kFaultKinds = {
     "noscript",    // connections do not load the scripts first: EVALSHA meets NOSCRIPT
     "long_turn",   // a client whose turn length (its request timeout) is long
     "collide",     // resource names that are other resources' auxiliary keys (r, r:turns, ...)
-    "odd_reply",   // a node answers acquires with replies of other shapes, without running them
+    "odd_reply",   // a node answers requests with replies of other shapes, without running them
     "multi_hold",  // a client holds several locks renewed in one batch; one's keys change type
     "hostile",     // another program's values on a node: a string at a line's turns, a ticket
     "replica",     // one node is a (writable) replica: its INFO says role:slave
@@ -221,7 +221,7 @@ struct NodeState {
   Us busy_until = 0;
   Us slow_until = 0;
   Us isolated_until = 0;
-  Us odd_until = 0;  // answers acquires with odd shapes until then (odd_reply)
+  Us odd_until = 0;  // answers requests with odd shapes until then (odd_reply)
   Us down_since = 0;
   std::set<std::uint64_t> open;  // node-side open connection ids
 };
@@ -338,28 +338,11 @@ class World {
   void deliver_pubsub(std::size_t n);
   void sub_connect(int c, std::size_t n);
   void sub_send(int c, std::size_t n, const std::string& verb, const std::string& channel);
-  // A reply of another shape than the acquire script's: {1, fence} is a grant, {0, ...} a no.
-  Value odd_reply() {
-    using V = Value;
-    switch (rng_.range(0, 7)) {
-      case 0:
-        return V::array({V::integer(1)});
-      case 1:
-        return V::array({V::integer(1), V::bulk("7")});
-      case 2:
-        return V::array({V::integer(1), V::integer(-1)});
-      case 3:
-        return V::array({V::integer(1), V::integer(3), V::bulk("x")});
-      case 4:
-        return V::array({V::integer(2), V::integer(0)});
-      case 5:
-        return V::integer(1);
-      case 6:
-        return V::status("OK");
-      default:
-        return V::array({});
-    }
-  }
+  // A reply of another shape than the one the request's command gives (odd_reply, network.cpp):
+  // what another program at the port or another version of the scripts might answer. Each is a
+  // shape the command never answers, so none may count as a yes: a grant, a renewal, a release
+  // or a write-back that never ran. `r` is the request (nullptr: one nobody waits for any more).
+  Value odd_reply(const proto::Request* r);
   std::int64_t node_ms(std::size_t n) const { return kEpochMs + nodes_[n].clock.local(now_) / kMs; }
   std::vector<std::string> argv_of(const proto::Request& r, bool as_eval) const;
 
