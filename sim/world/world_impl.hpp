@@ -1,7 +1,7 @@
 // The simulator's world inside (docs/simulation.md, "Parts"): the fault kinds, the
 // generators, the state of nodes, clients and connections, and the World class, whose member
 // functions are defined by concept: world.cpp (the event queue and a run), scenario.cpp,
-// clients.cpp and workload.cpp and multi_hold.cpp (the workloads), network.cpp and
+// clients.cpp and workload.cpp, multi_hold.cpp and late_hold.cpp (the workloads), network.cpp and
 // connections.cpp (the network), faults.cpp, trace.cpp, checkers/*.cpp. Private to sim/world.
 #pragma once
 
@@ -44,6 +44,10 @@ constexpr std::int64_t kEpochMs = 1'767'225'600'000;
 constexpr std::int64_t kTurnCap = 2000 * 1000;
 // The same cap in the nodes' milliseconds: no turn a script records or answers ends later.
 constexpr std::int64_t kTurnCapMs = 2000;
+// The longest a request and its reply take with no fault on (checker 9's bound): each way at most
+// delay()'s 400 us and its occasional 20 ms more, and the node's 20 us of service behind the
+// commands queued before it (1 ms covers fifty).
+constexpr std::int64_t kCalmRoundTrip = 2 * (400 + 20 * 1000) + 1000;
 // The ttls an extend asks for, in percent of the holder's lease: shorter, the same, longer. The
 // longest counts as a lease in use (checker 5's bound, the restart guard).
 const std::vector<int> kExtendPercents = {25, 50, 100, 100, 150};
@@ -147,7 +151,7 @@ struct Claim {
   std::string token;
 };
 
-enum class OpKind { try_acquire, wait, fenced, hold, multi, cancel, multi_hold };
+enum class OpKind { try_acquire, wait, fenced, hold, multi, cancel, multi_hold, late_hold };
 inline const char* op_name(OpKind k) {
   switch (k) {
     case OpKind::try_acquire:
@@ -164,6 +168,8 @@ inline const char* op_name(OpKind k) {
       return "cancel";
     case OpKind::multi_hold:
       return "multi_hold";
+    case OpKind::late_hold:
+      return "late_hold";
   }
   return "?";
 }
@@ -314,6 +320,8 @@ class World {
   void overwrite_with_hash(int c, std::uint64_t step, std::size_t part,
                            std::vector<std::size_t> nodes, int tries);
   void close_claim(int claim, Us cap);
+  // late_hold
+  void stall_after_acquire(int c);
 
   // --- network ---
   void send(int c, const proto::Send& s);
