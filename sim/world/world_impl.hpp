@@ -44,6 +44,26 @@ constexpr std::int64_t kEpochMs = 1'767'225'600'000;
 constexpr std::int64_t kTurnCap = 2000 * 1000;
 // The same cap in the nodes' milliseconds: no turn a script records or answers ends later.
 constexpr std::int64_t kTurnCapMs = 2000;
+// The checkers' own arithmetic and names, written out from the protocol's documents rather than
+// taken from lib/core or lib/proto: a checker that computes its bound with the library's own
+// function cannot catch a fault in that function (checker 4's turn cap above, holds_turn in
+// checkers/liveness.cpp, least_left and kCalmRoundTrip below are the same).
+//
+// A quorum of n nodes: more than half of them, n/2 + 1 (Redlock; docs/safety.md). Also what the
+// faults count as "a quorum" (multi_hold's hashes, the clock-jump control).
+constexpr std::size_t majority(std::size_t n) { return n / 2 + 1; }
+// A lock key's auxiliary key of a kind ("queue", "turns", "others", "fence"): the lock key, a NUL
+// byte, the kind, as the scripts name them (the head of lib/scripts/acquire.lua: <key>\0queue).
+inline std::string aux_of(const std::string& key, const char* kind) {
+  return key + std::string(1, '\0') + kind;
+}
+// The least validity a grant must keep (checker 7): Config::min_validity_ratio of its ttl, and
+// never less than 1 ms (docs/configuration-and-cli.md, min_validity_ratio), in microseconds.
+inline std::int64_t least_left(std::int64_t ttl_ms, double ratio) {
+  auto share =
+      static_cast<std::int64_t>(static_cast<double>(ttl_ms) * 1000.0 * std::max(ratio, 0.0));
+  return std::max<std::int64_t>(share, 1000);
+}
 // The longest a request and its reply take with no fault on (checker 9's bound): each way at most
 // delay()'s 400 us and its occasional 20 ms more, and the node's 20 us of service behind the
 // commands queued before it (1 ms covers fifty).

@@ -56,7 +56,7 @@ void World::check_lost(int c, std::uint64_t lease, const Lock& lock, LostReason 
     }
     if (all) ++held;
   }
-  if (held < detail::quorum_size(nodes_.size())) return;
+  if (held < majority(nodes_.size())) return;
   violation("checker 9: c" + std::to_string(c) + " lost its lock on " + lock.resources[0] + " (" +
             (reason == LostReason::not_held ? "not held" : "expired") + ") at local " +
             fmt_t(local(cl)) + " while " + std::to_string(held) + " of " +
@@ -93,7 +93,7 @@ void World::check_backed(int c, const Lock& lock, const char* what) {
     }
     if (all) ++backed;
   }
-  if (backed >= nodes_.size() / 2 + 1) return;
+  if (backed >= majority(nodes_.size())) return;
   violation("checker 7: c" + std::to_string(c) + "'s " + what + " believes until local " +
             fmt_t(us(lock.valid_until)) + ", but only " + std::to_string(backed) +
             " nodes hold its keys that long");

@@ -68,14 +68,13 @@ void World::final_checks() {
   for (std::size_t n = 0; n < nodes_.size(); ++n) {
     for (const auto& k : nodes_[n].redis->keys(node_ms(n))) {
       auto view = nodes_[n].redis->key(k, node_ms(n));
-      // A fence counter: `<key>:fence` in the scripts of this version, `<key>\0fence` once the
-      // auxiliary keys move to their own namespace (lib/core/keys.hpp).
-      bool counter = false;
-      for (char sep : {':', detail::kReservedByte}) {
-        std::string suffix = std::string(1, sep) + std::string(detail::kFence);
-        counter = counter || (k.size() > suffix.size() &&
-                              k.compare(k.size() - suffix.size(), suffix.size(), suffix) == 0);
-      }
+      // A fence counter: `<key>\0fence` (aux_of), written out, not lib/core/keys.hpp's. (Not
+      // `<key>:fence`, the counter's name before the auxiliary keys had their own namespace: the
+      // scripts only read it now, and a key of that name is resource `<key>:fence`'s lock, which
+      // must not outlive its purpose.)
+      const std::string suffix = std::string(1, '\0') + "fence";
+      bool counter = k.size() > suffix.size() &&
+                     k.compare(k.size() - suffix.size(), suffix.size(), suffix) == 0;
       if (counter && view && view->pttl == -1 && view->type == KeyType::string) continue;
       violation("checker 5: n" + std::to_string(n) + " still has key " + escape_bytes(k) +
                 " at the quiet end");
