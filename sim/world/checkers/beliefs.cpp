@@ -15,9 +15,9 @@ void World::watched(int c, std::uint64_t lease) {
   //   2 ms and 100 ms (docs/guide-held-locks.md, "What lost means");
   // - with no fault, a renewal is answered within a round trip, kCalmRoundTrip (network.cpp's
   //   delay() each way, the node's service);
-  // - the watchdog cannot know the round trip, so it may put the renewal off, but no longer than
-  //   halfway from the watch to the moment it gives up: a lease with more than two round trips
-  //   left before that moment is saved by the watchdog's renewal.
+  // - the watchdog cannot know the round trip, so it may put the renewal off; the checker holds
+  //   it to no later than halfway from the watch to the moment it gives up, so that a lease with
+  //   more than two round trips left before that moment is saved by the watchdog's renewal.
   // So a lease is judged when, in true time, more than 2 * kCalmRoundTrip lies between its watch
   // and the instant its client's clock reads the deadline less the margin. (It judged only leases
   // with two thirds of their ttl left before, from when the watchdog renewed first a third of a
