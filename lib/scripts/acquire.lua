@@ -228,9 +228,16 @@ if keeps_line then
       end
     end
     if due > now then
+      -- The key may still hold the turn of a waiter dropped here: one ahead of this head in the
+      -- line whose turn began while this one ran (its place was earlier), and then passed. It
+      -- holds this head's turn again, for what is left of it: a turn whose head has left the
+      -- turns is no turn (turn_of) but a holder, and would keep even this head out until the
+      -- dropped turn's length ran out.
+      local held = redis.call('GET', key)
       for _, m in ipairs(missed) do
         try('ZREM', q, m)
         try('HDEL', turns, m)
+        if held == TURN .. m then try('SET', key, TURN .. head, 'PX', due - now) end
       end
       stand_in_line()
       return {0, due - now, 'turn:' .. string.sub(redis.sha1hex(head), 1, 11)}

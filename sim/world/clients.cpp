@@ -69,9 +69,10 @@ void World::apply(int c, Actions& out) {
                                           : std::string()));
       if (part == nullptr) cl.op.waiting = false;
       if (d->result) {
-        // Checker 7, a grant: kept only with the least validity left (Config::min_validity_ratio).
+        // Checker 7, a grant: kept only with the least validity left (Config::min_validity_ratio),
+        // by the checker's own arithmetic (least_left), not the library's least_validity.
         auto left = us(d->result.lock.valid_until) - local(cl);
-        auto least = detail::least_validity(cl.config.ttl, cl.config.min_validity_ratio).count();
+        auto least = least_left(cl.config.ttl.count(), cl.config.min_validity_ratio);
         if (left < least)
           violation("checker 7: c" + std::to_string(c) + " granted with " + std::to_string(left) +
                     " us of validity left, below the least " + std::to_string(least) + " us");

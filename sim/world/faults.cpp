@@ -168,7 +168,7 @@ void World::schedule_faults() {
       auto n = static_cast<std::size_t>(rng_.range(0, static_cast<std::int64_t>(nn) - 1));
       Us len = rng_.range(50 * kMs, 1 * kSec);
       at(rng_.range(0, span), [this, n, len] {
-        trace("FAULT n" + std::to_string(n) + " answers acquires oddly for " +
+        trace("FAULT n" + std::to_string(n) + " answers requests oddly for " +
               std::to_string(len / kMs) + " ms");
         nodes_[n].odd_until = std::max(nodes_[n].odd_until, now_ + len);
         faulty(now_ + len + 500 * kMs);
@@ -202,7 +202,7 @@ void World::trigger_control() {
     return;
   }
   control_done_ = true;
-  std::size_t q = detail::quorum_size(nodes_.size());
+  std::size_t q = majority(nodes_.size());
   if (opt_.control == Control::wipe_majority) {
     trace("CONTROL a majority restarts without its data, no restart guard");
     for (std::size_t n = 0; n < q; ++n) crash(n, false, 1 * kMs);
@@ -245,7 +245,7 @@ void World::plant_hostile(std::size_t n, bool ticket) {
   if (!ticket) {
     std::int64_t ms = hostile_rng_.range(20, 1000);
     std::string value = "hostile" + std::to_string(id);
-    std::string turns = detail::aux_key(key, "turns");
+    std::string turns = aux_of(key, "turns");
     auto r =
         nd.redis->execute({"SET", turns, value, "NX", "PX", std::to_string(ms)}, node_ms(n), id);
     trace("FAULT n" + std::to_string(n) + " gets a string at " + escape_bytes(turns) + " for " +
@@ -257,7 +257,7 @@ void World::plant_hostile(std::size_t n, bool ticket) {
   }
   std::string channel = "turn:hostile" + std::to_string(id);
   std::string head = channel + "#1@86400000";
-  std::string queue = detail::aux_key(key, "queue");
+  std::string queue = aux_of(key, "queue");
   nd.redis->subscribe(id, channel);
   auto r = nd.redis->execute({"ZADD", queue, std::to_string(kEpochMs * 1000 - 1000000), head},
                              node_ms(n), id + 1);

@@ -91,7 +91,7 @@ void World::hold_all_in(int c) {
   for (std::size_t i = nodes.size(); i > 1; --i)
     std::swap(nodes[i - 1],
               nodes[static_cast<std::size_t>(hold_rng_.range(0, static_cast<Us>(i) - 1))]);
-  auto q = static_cast<Us>(detail::quorum_size(nodes_.size()));
+  auto q = static_cast<Us>(majority(nodes_.size()));
   nodes.resize(static_cast<std::size_t>(hold_rng_.range(q, static_cast<Us>(nodes_.size()))));
   Us after = hold_rng_.range(0, ttl / 2);
   at(now_ + after, [this, c, step, part, nodes] { overwrite_with_hash(c, step, part, nodes, 0); });

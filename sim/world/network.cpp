@@ -166,11 +166,14 @@ void World::node_receive(int c, std::size_t n, std::uint64_t conn_id, std::uint6
     auto keys = static_cast<std::size_t>(std::stoul(argv[2]));
     if (argv.size() > 3 + keys) token = argv[3 + keys];
   }
-  if (acquire && now_ < nd.odd_until) {
-    // Something else answers for the acquire script (another program at the port, another
-    // version of the scripts): a reply of another shape than the script's, decoded by the
-    // library's own decoder (lib/core/replies.cpp). None of them is a grant; nothing ran.
-    reply = odd_reply();
+  if (tag != kHandshakeTag && now_ < nd.odd_until) {
+    // Something else answers for the script or the quick acquire's command (another program at
+    // the port, another version of the scripts): a reply of another shape than the command's,
+    // decoded by the library's own decoder (lib/core/replies.cpp). None of them is a yes; nothing
+    // ran.
+    const auto& conn = clients_[c].conns[n];
+    auto p = conn.epoch == epoch ? conn.pending.find(tag) : conn.pending.end();
+    reply = odd_reply(p != conn.pending.end() ? p->second.request.get() : nullptr);
     trace("n" + std::to_string(n) + " answers c" + std::to_string(c) +
           " oddly: " + reply.to_string());
   } else {
@@ -212,6 +215,63 @@ void World::node_receive(int c, std::size_t n, std::uint64_t conn_id, std::uint6
       client_receive(c, n, epoch, tag, std::move(reply));
     });
   });
+}
+
+Value World::odd_reply(const proto::Request* r) {
+  using V = Value;
+  auto many = [](std::size_t k, const V& v) { return V::array(std::vector<V>(k, v)); };
+  std::vector<V> shapes;
+  switch (r != nullptr ? r->decoder : proto::Decoder::acquire) {
+    case proto::Decoder::acquire:
+      // acquire.lua: {1, fence} (granted) or {0, ttl, holder} (refused).
+      shapes = {V::array({V::integer(1)}),
+                V::array({V::integer(1), V::bulk("7")}),
+                V::array({V::integer(1), V::integer(-1)}),
+                V::array({V::integer(1), V::integer(3), V::bulk("x")}),
+                V::array({V::integer(2), V::integer(0)}),
+                V::integer(1),
+                V::status("OK"),
+                V::array({}),
+                V::nil()};
+      break;
+    case proto::Decoder::quick_acquire:
+      // SET key token NX PX ttl GET: nil (it was set) or the holder's value (a bulk string). +OK is
+      // what the command answers without its GET.
+      shapes = {V::status("OK"), V::integer(1),        V::integer(0),
+                V::array({}),    V::array({V::nil()}), V::array({V::integer(1), V::integer(0)})};
+      break;
+    case proto::Decoder::release: {
+      // release.lua: how many of its keys it released, 0 to their number.
+      auto k = static_cast<std::int64_t>(r->keys.size());
+      shapes = {V::integer(-1),  V::integer(k + 1),          V::nil(),
+                V::status("OK"), V::bulk(std::to_string(k)), V::array({V::integer(k)}),
+                V::array({})};
+      break;
+    }
+    case proto::Decoder::renew: {
+      // renew.lua: one integer per lock of the batch, 1, 0 or -1.
+      std::size_t m = r->items;
+      shapes = {many(m + 1, V::integer(1)),
+                many(m - 1, V::integer(1)),
+                many(m, V::bulk("1")),
+                many(m, V::integer(2)),
+                V::integer(1),
+                V::nil(),
+                V::status("OK")};
+      break;
+    }
+    case proto::Decoder::fence:
+      // fence.lua: 1 (written back) or 0.
+      shapes = {V::integer(2),   V::integer(-1), V::bulk("1"),
+                V::status("OK"), V::nil(),       V::array({V::integer(1)})};
+      break;
+    case proto::Decoder::text:
+      // INFO: a bulk string. Only the handshake sends it, which odd_reply leaves alone.
+      shapes = {V::nil()};
+      break;
+  }
+  return shapes[static_cast<std::size_t>(
+      rng_.range(0, static_cast<std::int64_t>(shapes.size()) - 1))];
 }
 
 void World::client_receive(int c, std::size_t n, std::uint64_t epoch, std::uint64_t tag,

@@ -30,7 +30,10 @@ void World::draw_scenario() {
   if (opt_.only) enabled_ = std::set<std::string>(opt_.faults.begin(), opt_.faults.end());
   if (on(kMultiHold)) hold_resources_ = kHoldResources;
 
-  static const std::vector<int> node_counts = {1, 3, 3, 3, 5, 5, 5};
+  // Odd counts are the common case (3 and 5 six draws in eleven, 1 and 7 two more); even counts
+  // (2, 4, 6) are drawn too, where a quorum (N/2 + 1) tolerates no more lost nodes than N - 1
+  // would: two of two, three of four, four of six.
+  static const std::vector<int> node_counts = {1, 2, 3, 3, 3, 3, 4, 5, 5, 6, 7};
   std::size_t n = static_cast<std::size_t>(rng_.pick(node_counts));
   int clients = static_cast<int>(rng_.range(2, 6));
   static const std::vector<int> ttls = {300, 500, 1000};
@@ -41,18 +44,21 @@ void World::draw_scenario() {
   }
   max_ttl_ = ttl_;
 
-  // Resources: a few names; with `collide`, some are other resources' auxiliary keys.
-  static const std::vector<std::string> aux = {"queue", "turns", "others", "fence"};
+  // Resources: a few names; with `collide`, some are named like other resources' auxiliary keys
+  // (of the layout before: "r:queue"), or like r's hash tag ("{r}", "r{r}": the Cluster layout
+  // names r's auxiliary keys with "{r}", docs/architecture.md "Keys"; neither may share them).
+  static const std::vector<std::string> collide = {"r:queue", "r:turns", "r:others",
+                                                   "r:fence", "{r}",     "r{r}"};
   resources_ = {"r"};
   int extra = opt_.control != Control::none ? 0 : static_cast<int>(rng_.range(0, 2));
   for (int i = 0; i < extra; ++i) {
     if (on("collide") && rng_.chance(0.7))
-      resources_.push_back("r:" + rng_.pick(aux));
+      resources_.push_back(rng_.pick(collide));
     else
       resources_.push_back(std::string("s") + static_cast<char>('0' + i));
   }
 
-  // With `replica`, one node of three or five is a replica that takes writes (replica-read-only
+  // With `replica`, one node of three or more is a replica that takes writes (replica-read-only
   // no): the handshake must refuse it (safeguards.hpp), or it votes (checker 10).
   std::size_t replica =
       on("replica") && n >= 3

@@ -1,6 +1,6 @@
 // The workload: each client's user operations one after the other (try_acquire, wait, fenced,
-// hold with its extends, multi, cancel; multi_hold in multi_hold.cpp), their claims, fenced
-// writes to the storage, and their end.
+// hold with its extends, multi, cancel; multi_hold in multi_hold.cpp, late_hold's stall in
+// late_hold.cpp), their claims, fenced writes to the storage, and their end.
 
 #include "world_impl.hpp"
 
@@ -29,7 +29,8 @@ void World::start_op(int c) {
   auto& cl = clients_[c];
   if (on(kMultiHold) && hold_rng_.chance(0.3)) return start_multi_hold(c);
   std::vector<OpKind> kinds = {OpKind::try_acquire, OpKind::wait, OpKind::wait,
-                               OpKind::fenced,      OpKind::hold, OpKind::cancel};
+                               OpKind::fenced,      OpKind::hold, OpKind::cancel,
+                               OpKind::late_hold};
   if (resources_.size() > 1) kinds.push_back(OpKind::multi);
   if (on("collide") && rng_.chance(0.1)) {
     // A name with the reserved byte names another resource's auxiliary key ("r\0queue" is r's
@@ -76,6 +77,7 @@ void World::start_op(int c) {
   // A waiter's place: microseconds on its wall clock (the same number on every node).
   cl.op.job = cl.brain->acquire(spec, cnow(cl), kEpochMs * 1000 + local(cl), out);
   apply(c, out);
+  if (op.kind == OpKind::late_hold) stall_after_acquire(c);
   if (op.kind == OpKind::cancel) {
     auto step = cl.op.step;
     user_step(
@@ -110,14 +112,17 @@ void World::op_granted(int c, const AcquireResult& r) {
   ++op.step;
   auto step = op.step;
   Us ttl = cl.config.ttl.count() * kMs;
-  if (op.kind == OpKind::hold) {
+  if (op.kind == OpKind::hold || op.kind == OpKind::late_hold) {
     Actions out;
     op.lease = cl.brain->watch(op.lock, cnow(cl), out);
     watched(c, op.lease);
     apply(c, out);
     expect_lost(c, op.lease);
+    // A late hold came after a stall of up to 0.9 leases: it holds for less, so that it ends
+    // within the three leases the quiet end waits for.
+    Us most = op.kind == OpKind::hold ? 3 * ttl : 2 * ttl;
     user_step(
-        c, step, [this, c] { op_end(c, true); }, rng_.range(ttl, 3 * ttl));
+        c, step, [this, c] { op_end(c, true); }, rng_.range(ttl, most));
     return;
   }
   if (op.kind == OpKind::fenced) {

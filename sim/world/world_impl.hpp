@@ -1,7 +1,7 @@
 // The simulator's world inside (docs/simulation.md, "Parts"): the fault kinds, the
 // generators, the state of nodes, clients and connections, and the World class, whose member
 // functions are defined by concept: world.cpp (the event queue and a run), scenario.cpp,
-// clients.cpp and workload.cpp and multi_hold.cpp (the workloads), network.cpp and
+// clients.cpp and workload.cpp, multi_hold.cpp and late_hold.cpp (the workloads), network.cpp and
 // connections.cpp (the network), faults.cpp, trace.cpp, checkers/*.cpp. Private to sim/world.
 #pragma once
 
@@ -44,6 +44,33 @@ constexpr std::int64_t kEpochMs = 1'767'225'600'000;
 constexpr std::int64_t kTurnCap = 2000 * 1000;
 // The same cap in the nodes' milliseconds: no turn a script records or answers ends later.
 constexpr std::int64_t kTurnCapMs = 2000;
+// The checkers' own arithmetic and names, written out from the protocol's documents rather than
+// taken from lib/core or lib/proto: a checker that computes its bound with the library's own
+// function cannot catch a fault in that function (checker 4's turn cap above, holds_turn in
+// checkers/liveness.cpp, least_left and kCalmRoundTrip below are the same).
+//
+// A quorum of n nodes: more than half of them, n/2 + 1 (Redlock; docs/safety.md). Also what the
+// faults count as "a quorum" (multi_hold's hashes, the clock-jump control).
+constexpr std::size_t majority(std::size_t n) { return n / 2 + 1; }
+// A lock key's auxiliary key of a kind ("queue", "turns", "others", "fence"), as the scripts name
+// it (aux at the head of lib/scripts/acquire.lua; docs/architecture.md, "Keys"): the lock key, a
+// NUL byte, then the kind, after the lock key again in braces when it has no brace of its own
+// (its Redis Cluster hash tag).
+inline std::string aux_of(const std::string& key, const char* kind) {
+  if (key.find_first_of("{}") != std::string::npos) return key + std::string(1, '\0') + kind;
+  return key + std::string(1, '\0') + "{" + key + "}" + kind;
+}
+// The least validity a grant must keep (checker 7): Config::min_validity_ratio of its ttl, and
+// never less than 1 ms (docs/configuration-and-cli.md, min_validity_ratio), in microseconds.
+inline std::int64_t least_left(std::int64_t ttl_ms, double ratio) {
+  auto share =
+      static_cast<std::int64_t>(static_cast<double>(ttl_ms) * 1000.0 * std::max(ratio, 0.0));
+  return std::max<std::int64_t>(share, 1000);
+}
+// The longest a request and its reply take with no fault on (checker 9's bound): each way at most
+// delay()'s 400 us and its occasional 20 ms more, and the node's 20 us of service behind the
+// commands queued before it (1 ms covers fifty).
+constexpr std::int64_t kCalmRoundTrip = 2 * (400 + 20 * 1000) + 1000;
 // The ttls an extend asks for, in percent of the holder's lease: shorter, the same, longer. The
 // longest counts as a lease in use (checker 5's bound, the restart guard).
 const std::vector<int> kExtendPercents = {25, 50, 100, 100, 150};
@@ -62,7 +89,7 @@ const std::vector<std::string> kFaultKinds = {
     "noscript",    // connections do not load the scripts first: EVALSHA meets NOSCRIPT
     "long_turn",   // a client whose turn length (its request timeout) is long
     "collide",     // resource names that are other resources' auxiliary keys (r, r:turns, ...)
-    "odd_reply",   // a node answers acquires with replies of other shapes, without running them
+    "odd_reply",   // a node answers requests with replies of other shapes, without running them
     "multi_hold",  // a client holds several locks renewed in one batch; one's keys change type
     "hostile",     // another program's values on a node: a string at a line's turns, a ticket
     "replica",     // one node is a (writable) replica: its INFO says role:slave
@@ -147,7 +174,7 @@ struct Claim {
   std::string token;
 };
 
-enum class OpKind { try_acquire, wait, fenced, hold, multi, cancel, multi_hold };
+enum class OpKind { try_acquire, wait, fenced, hold, multi, cancel, multi_hold, late_hold };
 inline const char* op_name(OpKind k) {
   switch (k) {
     case OpKind::try_acquire:
@@ -164,6 +191,8 @@ inline const char* op_name(OpKind k) {
       return "cancel";
     case OpKind::multi_hold:
       return "multi_hold";
+    case OpKind::late_hold:
+      return "late_hold";
   }
   return "?";
 }
@@ -221,7 +250,7 @@ struct NodeState {
   Us busy_until = 0;
   Us slow_until = 0;
   Us isolated_until = 0;
-  Us odd_until = 0;  // answers acquires with odd shapes until then (odd_reply)
+  Us odd_until = 0;  // answers requests with odd shapes until then (odd_reply)
   Us down_since = 0;
   std::set<std::uint64_t> open;  // node-side open connection ids
 };
@@ -314,6 +343,8 @@ class World {
   void overwrite_with_hash(int c, std::uint64_t step, std::size_t part,
                            std::vector<std::size_t> nodes, int tries);
   void close_claim(int claim, Us cap);
+  // late_hold
+  void stall_after_acquire(int c);
 
   // --- network ---
   void send(int c, const proto::Send& s);
@@ -338,28 +369,11 @@ class World {
   void deliver_pubsub(std::size_t n);
   void sub_connect(int c, std::size_t n);
   void sub_send(int c, std::size_t n, const std::string& verb, const std::string& channel);
-  // A reply of another shape than the acquire script's: {1, fence} is a grant, {0, ...} a no.
-  Value odd_reply() {
-    using V = Value;
-    switch (rng_.range(0, 7)) {
-      case 0:
-        return V::array({V::integer(1)});
-      case 1:
-        return V::array({V::integer(1), V::bulk("7")});
-      case 2:
-        return V::array({V::integer(1), V::integer(-1)});
-      case 3:
-        return V::array({V::integer(1), V::integer(3), V::bulk("x")});
-      case 4:
-        return V::array({V::integer(2), V::integer(0)});
-      case 5:
-        return V::integer(1);
-      case 6:
-        return V::status("OK");
-      default:
-        return V::array({});
-    }
-  }
+  // A reply of another shape than the one the request's command gives (odd_reply, network.cpp):
+  // what another program at the port or another version of the scripts might answer. Each is a
+  // shape the command never answers, so none may count as a yes: a grant, a renewal, a release
+  // or a write-back that never ran. `r` is the request (nullptr: one nobody waits for any more).
+  Value odd_reply(const proto::Request* r);
   std::int64_t node_ms(std::size_t n) const { return kEpochMs + nodes_[n].clock.local(now_) / kMs; }
   std::vector<std::string> argv_of(const proto::Request& r, bool as_eval) const;
 

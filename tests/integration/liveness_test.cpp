@@ -93,6 +93,48 @@ TEST(Liveness, ATurnWhoseListenerLeftPassesAtOnce) {
   EXPECT_TRUE(client.release(second.lock));
 }
 
+// 1a'. A waiter placed ahead of a turn that runs (its place is earlier: places are its own
+// wall clock) begins its own turn, which the key then holds; when that waiter's client leaves,
+// its turn passes, and the key holds the turn that runs again. Left holding the turn of a waiter
+// who is gone from the turns, the key was no turn but a holder's (acquire.lua, turn_of): it kept
+// out even the waiter whose turn it was, for the rest of the gone turn's length (found by the
+// simulator's checker 10: seeds 9964 and 22565 on the commit that added this test).
+TEST(Liveness, AWaiterWhoseTurnPassesLeavesTheKeyToTheTurnThatRuns) {
+  constexpr std::size_t kNodes = 3;
+  const std::string kRunning = "redlock:turn:00000000000000a1";
+  const std::string kAhead = "redlock:turn:00000000000000a2";
+  const std::string kRunningTicket = kRunning + "#1@86400000";
+  const std::string kAheadTicket = kAhead + "#1@86400000";
+  RedisCluster cluster(kNodes);
+  std::vector<std::unique_ptr<Listener>> running, ahead;
+  for (std::size_t i = 0; i < kNodes; ++i) {
+    cluster[i].command({"ZADD", aux("k", detail::kQueue), "2", kRunningTicket});
+    running.push_back(std::make_unique<Listener>(cluster[i], kRunning));
+  }
+  auto config = test::fast_config(cluster);
+  config.retry_count = 0;
+  Client client(config);
+  AcquireRequest fenced{{"k"}, 30000ms, 0ms};  // the script: it keeps to the line
+  fenced.fencing = true;
+  ASSERT_FALSE(client.acquire(fenced)) << "the first turn did not begin: no test";
+  for (std::size_t i = 0; i < kNodes; ++i) {
+    cluster[i].command({"ZADD", aux("k", detail::kQueue), "1", kAheadTicket});
+    ahead.push_back(std::make_unique<Listener>(cluster[i], kAhead));
+  }
+  ASSERT_FALSE(client.acquire(fenced)) << "the turn ahead did not begin: no test";
+  for (auto& l : ahead) l->close();
+  ASSERT_TRUE(test::eventually([&] { return nobody_listens(cluster, kNodes, kAhead); }));
+  EXPECT_FALSE(client.acquire(fenced)) << "the running turn was passed over";
+  const std::string held_turn =
+      "local v = redis.call('GET', KEYS[1]) return v and string.sub(v, 6) or ''";
+  for (std::size_t i = 0; i < kNodes; ++i)
+    // The verdict came at the quorum: the last node's script may still be on its way.
+    EXPECT_TRUE(test::eventually([&] {
+      return cluster[i].command({"EVAL", held_turn, "1", "redlock:k"}) == kRunningTicket;
+    })) << "node "
+        << i << ": the key holds " << cluster[i].command({"EVAL", held_turn, "1", "redlock:k"});
+}
+
 // 1b. A waiter whose client listens but never comes (stopped) asked for a turn of a day: the
 // nodes give it at most kMaxTurnMs, and the next waiter takes the free key after it.
 TEST(Liveness, TheNodesCapATurnWhateverItsTicketAsks) {

@@ -7,15 +7,28 @@
 namespace redlock::sim::internal {
 
 void World::watched(int c, std::uint64_t lease) {
-  // Judged only for a lease watched with no fault on (and none since: check_lost), and with two
-  // thirds of its ttl left: the watchdog renews first a third of a ttl after the watch
-  // (proto::lease_of), so a lock granted late with less than that and the margin left (a grant
-  // keeps a tenth, min_validity_ratio) is lost before its first renewal, keys fine or not.
+  // Checker 9 judges every lease watched with no fault on (and none since: check_lost) that a
+  // renewal could still save: one with time enough left for the watchdog to renew it before it
+  // must give it up. The checker's own arithmetic on the configuration, not the watchdog's
+  // functions (proto::lease_of, first_renewal, WatchdogMachine::margin), which it judges:
+  // - the watchdog gives a lock up a margin before its believed deadline: the lease/20, between
+  //   2 ms and 100 ms (docs/guide-held-locks.md, "What lost means");
+  // - with no fault, a renewal is answered within a round trip, kCalmRoundTrip (network.cpp's
+  //   delay() each way, the node's service);
+  // - the watchdog cannot know the round trip, so it may put the renewal off; the checker holds
+  //   it to no later than halfway from the watch to the moment it gives up, so that a lease with
+  //   more than two round trips left before that moment is saved by the watchdog's renewal.
+  // So a lease is judged when, in true time, more than 2 * kCalmRoundTrip lies between its watch
+  // and the instant its client's clock reads the deadline less the margin. (It judged only leases
+  // with two thirds of their ttl left before, from when the watchdog renewed first a third of a
+  // ttl after the watch: it missed every lock granted late.)
   if (now_ < faulty_until_) return;
   auto& cl = clients_[c];
   const Lock* lock = watched_lock(cl, lease);
-  if (lock == nullptr || us(lock->valid_until) - local(cl) < lock->ttl.count() * kMs * 2 / 3)
-    return;
+  if (lock == nullptr) return;
+  Us margin = std::clamp<Us>(lock->ttl.count() * kMs / 20, 2 * kMs, 100 * kMs);
+  Us gives_up = cl.clock.when(us(lock->valid_until) - margin, now_);
+  if (gives_up - now_ <= 2 * kCalmRoundTrip) return;
   calm_watches_[{c, lease}] = {now_, disturbances_};
 }
 
@@ -31,7 +44,7 @@ void World::check_lost(int c, std::uint64_t lease, const Lock& lock, LostReason 
   auto [since, seen] = it->second;
   calm_watches_.erase(it);
   auto& cl = clients_[c];
-  if (disturbances_ != seen || cl.last_pause_end >= since) return;
+  if (disturbances_ != seen || cl.last_pause_end > since) return;
   std::string mine = lock.token.substr(0, lock.token.size() - 1);
   std::size_t held = 0;
   for (std::size_t n = 0; n < nodes_.size(); ++n) {
@@ -43,7 +56,7 @@ void World::check_lost(int c, std::uint64_t lease, const Lock& lock, LostReason 
     }
     if (all) ++held;
   }
-  if (held < detail::quorum_size(nodes_.size())) return;
+  if (held < majority(nodes_.size())) return;
   violation("checker 9: c" + std::to_string(c) + " lost its lock on " + lock.resources[0] + " (" +
             (reason == LostReason::not_held ? "not held" : "expired") + ") at local " +
             fmt_t(local(cl)) + " while " + std::to_string(held) + " of " +
@@ -80,7 +93,7 @@ void World::check_backed(int c, const Lock& lock, const char* what) {
     }
     if (all) ++backed;
   }
-  if (backed >= nodes_.size() / 2 + 1) return;
+  if (backed >= majority(nodes_.size())) return;
   violation("checker 7: c" + std::to_string(c) + "'s " + what + " believes until local " +
             fmt_t(us(lock.valid_until)) + ", but only " + std::to_string(backed) +
             " nodes hold its keys that long");

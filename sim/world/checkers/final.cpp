@@ -68,17 +68,12 @@ void World::final_checks() {
   for (std::size_t n = 0; n < nodes_.size(); ++n) {
     for (const auto& k : nodes_[n].redis->keys(node_ms(n))) {
       auto view = nodes_[n].redis->key(k, node_ms(n));
-      // A fence counter: the lock key L, NUL, then `{L}fence` (L without braces) or `fence`
-      // (lib/core/keys.hpp, written out here: a checker does not ask the code it judges), or
-      // the legacy `L:fence`.
-      bool counter = false;
+      // A fence counter: aux_of(lock key, "fence"), written out, not lib/core/keys.hpp's. (Not
+      // `<key>:fence`, the counter's name before the auxiliary keys had their own namespace: the
+      // scripts only read it now, and a key of that name is resource `<key>:fence`'s lock, which
+      // must not outlive its purpose.)
       auto nul = k.find('\0');
-      if (nul != std::string::npos) {
-        std::string lock = k.substr(0, nul), rest = k.substr(nul + 1);
-        counter = rest == "fence" || rest == "{" + lock + "}fence";
-      } else {
-        counter = k.size() > 6 && k.compare(k.size() - 6, 6, ":fence") == 0;
-      }
+      bool counter = nul != std::string::npos && k == aux_of(k.substr(0, nul), "fence");
       if (counter && view && view->pttl == -1 && view->type == KeyType::string) continue;
       violation("checker 5: n" + std::to_string(n) + " still has key " + escape_bytes(k) +
                 " at the quiet end");

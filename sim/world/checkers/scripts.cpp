@@ -63,8 +63,7 @@ void World::check_script(int c, std::size_t n, const std::vector<std::string>& a
   // release must know it has somebody to tell.
   if (granted && args.size() >= 7 && !marked.empty())
     for (const auto& k : keys)
-      if ((node.key(detail::aux_key(k, "queue"), now) ||
-           node.key(detail::aux_key(k, "others"), now)) &&
+      if ((node.key(aux_of(k, "queue"), now) || node.key(aux_of(k, "others"), now)) &&
           string_at(k) != marked)
         report("unmarked", k, "granted a waiter while others wait, and left the key unmarked");
 
@@ -76,7 +75,7 @@ void World::check_script(int c, std::size_t n, const std::vector<std::string>& a
     gone = args[2];
   if (!gone.empty())
     for (const auto& k : keys) {
-      auto o = node.key(detail::aux_key(k, "others"), now);
+      auto o = node.key(aux_of(k, "others"), now);
       if (!o || o->type != KeyType::zset) continue;
       for (std::size_t i = 0; i < o->value.items.size(); i += 2)
         if (o->value.items[i].str == gone)
@@ -87,7 +86,7 @@ void World::check_script(int c, std::size_t n, const std::vector<std::string>& a
   // No turn ends later than the cap from now, whatever its ticket asks (MAX_TURN).
   if (release || (acquire && keys.size() == 1 && args.size() >= 7))
     for (const auto& k : keys) {
-      auto t = node.key(detail::aux_key(k, "turns"), now);
+      auto t = node.key(aux_of(k, "turns"), now);
       if (!t || t->type != KeyType::hash) continue;
       for (std::size_t i = 1; i < t->value.items.size(); i += 2) {
         double due = std::strtod(t->value.items[i].str.c_str(), nullptr);
@@ -107,7 +106,7 @@ void World::check_script(int c, std::size_t n, const std::vector<std::string>& a
       report("cap", keys[0],
              "refused for a turn of " + std::to_string(reply.items[1].number) + " ms");
     std::string digest = reply.items[2].str.substr(5);
-    auto q = node.key(detail::aux_key(keys[0], "queue"), now);
+    auto q = node.key(aux_of(keys[0], "queue"), now);
     for (std::size_t i = 0; q && q->type == KeyType::zset && i < q->value.items.size(); i += 2) {
       const auto& head = q->value.items[i].str;
       if (sha1_hex(head).compare(0, digest.size(), digest) != 0) continue;
