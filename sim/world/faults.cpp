@@ -59,8 +59,7 @@ void World::schedule_faults() {
         auto& cl = clients_[c];
         if (!cl.alive) return;
         trace("FAULT c" + std::to_string(c) + " stalls for " + std::to_string(len / kMs) + " ms");
-        cl.paused_until = std::max(cl.paused_until, now_ + len);
-        cl.last_pause_end = std::max(cl.last_pause_end, cl.paused_until);
+        cl.stall(now_, len);
       });
     }
   if (on("slow"))
@@ -229,8 +228,7 @@ void World::late_stall(int c, const proto::Request& r) {
   Us len = late_rng_.range(ttl * 85 / 100, ttl * 99 / 100);
   trace("FAULT c" + std::to_string(c) + " stalls for " + std::to_string(len / kMs) +
         " ms after a request left");
-  cl.paused_until = std::max(cl.paused_until, now_ + len);
-  cl.last_pause_end = std::max(cl.last_pause_end, cl.paused_until);
+  cl.stall(now_, len);
   faulty(cl.paused_until + 500 * kMs);
 }
 

@@ -16,10 +16,9 @@ void World::stall_after_acquire(int c) {
   Us len = rng_.range(ttl * 50 / 100, ttl * 90 / 100);
   trace("c" + std::to_string(c) + " stalls for " + std::to_string(len / kMs) +
         " ms after its acquire left (late_hold)");
-  cl.paused_until = std::max(cl.paused_until, now_ + len);
   // A stall like any other for the checkers that judge stalls (3, 9): it ends before the grant
   // is read, so it stalls nothing of the lease.
-  cl.last_pause_end = std::max(cl.last_pause_end, cl.paused_until);
+  cl.stall(now_, len);
 }
 
 }  // namespace redlock::sim::internal

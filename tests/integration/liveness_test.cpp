@@ -65,6 +65,19 @@ bool nobody_listens(RedisCluster& cluster, std::size_t nodes, const std::string&
   return true;
 }
 
+// Puts `ticket` (its client's channel, "#", its job, "@", its turn length) in resource k's line on
+// each of the first `nodes` nodes at `place`, with its client listening there.
+std::vector<std::unique_ptr<Listener>> line_up(RedisCluster& cluster, std::size_t nodes,
+                                               const std::string& place,
+                                               const std::string& ticket) {
+  std::vector<std::unique_ptr<Listener>> listeners;
+  for (std::size_t i = 0; i < nodes; ++i) {
+    cluster[i].command({"ZADD", aux("k", detail::kQueue), place, ticket});
+    listeners.push_back(std::make_unique<Listener>(cluster[i], ticket.substr(0, ticket.find('#'))));
+  }
+  return listeners;
+}
+
 // 1a. A turn that began while its waiter's client listened, whose client then left (it asked
 // for a day), passes as soon as an acquire finds nobody listening: the free key is not kept.
 TEST(Liveness, ATurnWhoseListenerLeftPassesAtOnce) {
@@ -72,11 +85,7 @@ TEST(Liveness, ATurnWhoseListenerLeftPassesAtOnce) {
   const std::string kChannel = "redlock:turn:00000000000000aa";
   const std::string kTicket = kChannel + "#1@86400000";
   RedisCluster cluster(kNodes);
-  std::vector<std::unique_ptr<Listener>> listeners;
-  for (std::size_t i = 0; i < kNodes; ++i) {
-    cluster[i].command({"ZADD", aux("k", detail::kQueue), "1", kTicket});
-    listeners.push_back(std::make_unique<Listener>(cluster[i], kChannel));
-  }
+  auto listeners = line_up(cluster, kNodes, "1", kTicket);
   auto config = test::fast_config(cluster);
   config.retry_count = 0;
   Client client(config);
@@ -106,21 +115,14 @@ TEST(Liveness, AWaiterWhoseTurnPassesLeavesTheKeyToTheTurnThatRuns) {
   const std::string kRunningTicket = kRunning + "#1@86400000";
   const std::string kAheadTicket = kAhead + "#1@86400000";
   RedisCluster cluster(kNodes);
-  std::vector<std::unique_ptr<Listener>> running, ahead;
-  for (std::size_t i = 0; i < kNodes; ++i) {
-    cluster[i].command({"ZADD", aux("k", detail::kQueue), "2", kRunningTicket});
-    running.push_back(std::make_unique<Listener>(cluster[i], kRunning));
-  }
+  auto running = line_up(cluster, kNodes, "2", kRunningTicket);
   auto config = test::fast_config(cluster);
   config.retry_count = 0;
   Client client(config);
   AcquireRequest fenced{{"k"}, 30000ms, 0ms};  // the script: it keeps to the line
   fenced.fencing = true;
   ASSERT_FALSE(client.acquire(fenced)) << "the first turn did not begin: no test";
-  for (std::size_t i = 0; i < kNodes; ++i) {
-    cluster[i].command({"ZADD", aux("k", detail::kQueue), "1", kAheadTicket});
-    ahead.push_back(std::make_unique<Listener>(cluster[i], kAhead));
-  }
+  auto ahead = line_up(cluster, kNodes, "1", kAheadTicket);
   ASSERT_FALSE(client.acquire(fenced)) << "the turn ahead did not begin: no test";
   for (auto& l : ahead) l->close();
   ASSERT_TRUE(test::eventually([&] { return nobody_listens(cluster, kNodes, kAhead); }));
