@@ -117,13 +117,22 @@ inline Milliseconds line_keep(std::optional<Clock::time_point> deadline, Clock::
 // quorum can still hold it, so the lock is lost at once, whatever its deadline.
 inline bool renewal_refused(const Tally& t) noexcept { return t.no > t.nodes - t.quorum(); }
 
+// How long before its deadline a held lock is declared lost (the watchdog gives up): timers fire
+// late, never early. A twentieth of the ttl, between 2 and 100 ms.
+inline Milliseconds lost_margin(Milliseconds ttl) {
+  return std::clamp(ttl / 20, Milliseconds(2), Milliseconds(100));
+}
+
 // When a lock just granted (or watched) is first renewed: after a third of its ttl, as every
-// renewal after it, but never later than halfway through the validity it has left. A grant may
-// come back with little of its ttl left (down to Config::min_validity_ratio): renewed only after
-// a third of the ttl, it would be declared lost with its keys intact on every node.
+// renewal after it, but never later than halfway to the moment the watchdog would give it up
+// (its deadline less lost_margin). A grant may come back with little of its ttl left (down to
+// Config::min_validity_ratio): renewed only after a third of the ttl, it would be declared lost
+// with its keys intact on every node; renewed halfway to its deadline, its renewal would have
+// only the margin's half for its round trip.
 inline Clock::time_point first_renewal(Clock::time_point now, Clock::time_point valid_until,
                                        Milliseconds ttl) {
-  return std::min(now + ttl / 3, now + (valid_until - now) / 2);
+  auto give_up = valid_until - lost_margin(ttl);
+  return std::min(now + ttl / 3, std::max(now, now + (give_up - now) / 2));
 }
 
 // After a renewal that found no quorum (nodes down or slow): try again after a quarter of the

@@ -22,9 +22,7 @@ LeaseInfo lease_of(const Lock& lock, std::vector<std::string> keys, bool renew,
 
 WatchdogMachine::WatchdogMachine(Context& context) : ctx_(context), timer_(context.next_timer()) {}
 
-Milliseconds WatchdogMachine::margin(Milliseconds ttl) {
-  return std::clamp(ttl / 20, Milliseconds(2), Milliseconds(100));
-}
+Milliseconds WatchdogMachine::margin(Milliseconds ttl) { return lost_margin(ttl); }
 
 Clock::time_point WatchdogMachine::lost_at(const LeaseInfo& lease) {
   return lease.valid_until - margin(lease.ttl);

@@ -56,7 +56,7 @@ TEST(ProtoWatchdog, ALockGrantedWithLittleValidityLeftIsRenewedBeforeItsDeadline
   lock.ttl = 9000ms;
   lock.valid_until = at(2000ms);  // granted at 0 with 2 s of its 9 s left
   auto info = lease_of(lock, {"redlock:res"}, true, at(0ms));
-  EXPECT_EQ(info.next_renewal, at(1000ms));
+  EXPECT_EQ(info.next_renewal, at(950ms)) << "halfway to 1900 ms, where it would be given up";
   Actions out;
   w.add(1, info, at(0ms), out);
   auto timer = only<ArmTimer>(out);
@@ -70,6 +70,8 @@ TEST(ProtoWatchdog, ALockGrantedWithLittleValidityLeftIsRenewedBeforeItsDeadline
   w.on_reply(send.id, 1, yes(), timer.at + 5ms, out);
   EXPECT_GT(only<Renewed>(out).valid_until, at(2000ms)) << "renewed, never lost";
   EXPECT_EQ(first_renewal(at(0ms), at(9000ms), 9000ms), at(3000ms)) << "a full lease: a third";
+  EXPECT_EQ(first_renewal(at(0ms), at(134ms), 1000ms), at(42ms)) << "given up at 84 ms";
+  EXPECT_EQ(first_renewal(at(0ms), at(30ms), 1000ms), at(0ms)) << "inside the margin: at once";
 }
 
 TEST(ProtoWatchdog, RenewalsFallingDueTogetherGoOutAsOneCall) {
