@@ -361,7 +361,9 @@ TEST_P(Migration, NeitherReleasesNorExtendsALockTheOtherTookAfterIt) {
 }
 
 // The peer releases with a plain DEL and tells nobody: our waiter hears it from its own
-// fallback timer (retry_delay + jitter), well within its wait.
+// fallback timer (retry_delay + jitter), well within its wait. It holds the lock on a quorum:
+// the peer's DELs go node after node, so an attempt may come between two of them and be granted
+// by the nodes already free while the last still refuses it (a clean-clone CI under TSan saw 2).
 TEST_P(Migration, OurWaiterIsServedAfterThePeerReleases) {
   const std::string value = peer.new_value();
   ASSERT_TRUE(peer_acquire(peer, cluster, "job", value, 30'000));
@@ -372,7 +374,7 @@ TEST_P(Migration, OurWaiterIsServedAfterThePeerReleases) {
   auto r = ours.acquire("job", 5000ms, 10'000ms);
   releaser.join();
   ASSERT_TRUE(r) << r.message();
-  EXPECT_EQ(cluster.count_holding("job", r.lock.token), 3u);
+  EXPECT_GE(cluster.count_holding("job", r.lock.token), 2u);
   EXPECT_TRUE(ours.release(r.lock));
 }
 
