@@ -48,6 +48,11 @@ std::string check_request(const AcquireRequest& request, Milliseconds ttl, const
   std::string bad = check_resources(request.resources);
   if (bad.empty()) bad = check_ttl(ttl, config);
   if (bad.empty() && request.wait && request.wait->count() < 0) bad = "wait must not be negative";
+  if (bad.empty() && request.permits > AcquireRequest::max_permits)
+    bad = "permits " + std::to_string(request.permits) + " is above the largest (" +
+          std::to_string(AcquireRequest::max_permits) + ")";
+  if (bad.empty() && request.permits > 0 && request.resources.size() != 1)
+    bad = "a permit of a semaphore is of one resource";
   return bad;
 }
 

@@ -279,9 +279,10 @@ void Coordinator::hold(AcquireRequest request, Milliseconds ttl, bool renew, Los
             }
             auto lease = std::make_shared<Lease>();
             lease->resources = r.lock.resources;
-            lease->keys = proto_->keys_of(r.lock.resources);
+            lease->keys = proto_->held_keys(r.lock);
             lease->token = r.lock.token;
             lease->fencing_token = r.lock.fencing_token;
+            lease->permit = r.lock.permit;
             lease->ttl = r.lock.ttl;
             lease->renew = renew;
             lease->link = std::move(link);
@@ -326,6 +327,7 @@ void Coordinator::release_lease(const std::shared_ptr<Lease>& lease, Client::Rel
   Lock lock;
   lock.resources = lease->resources;
   lock.token = lease->token;
+  lock.permit = lease->permit;
   lock.valid_until = lease->valid_until();
   release(std::move(lock), std::move(done), lease);
 }

@@ -83,7 +83,7 @@ class ProtoBrain final : public Brain {
   std::uint64_t watch(const Lock& lock, Clock::time_point now, Actions& out) override {
     auto id = ++last_op_;
     auto from = out.size();
-    watchdog_.add(id, proto::lease_of(lock, ctx_.keys_of(lock.resources), true, now), now, out);
+    watchdog_.add(id, proto::lease_of(lock, ctx_.held_keys(lock), true, now), now, out);
     route(out, from, Owner{Kind::watchdog, 0});
     return id;
   }
