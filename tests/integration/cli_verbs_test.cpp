@@ -8,11 +8,13 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <set>
 
 #include <string>
 #include <vector>
 
 #include "cli_support.hpp"
+#include "core/keys.hpp"
 #include "redis_server.hpp"
 
 namespace redlock::test {
@@ -171,6 +173,49 @@ TEST_F(CliVerbs, RunDashCRunsTheLineThroughTheShell) {
   auto both = cli({"--nodes", nodes, "run", "-c", "true", "sh", "extra"});
   EXPECT_EQ(both.exit_code, 2);
   EXPECT_TRUE(has(both.err, "-c")) << both.err;
+}
+
+// `run --permits K`, like `consul lock -n`: at most K commands at once, each told its slot; a run
+// that gives another K while permits of the first are held is a usage error (exit 2).
+TEST_F(CliVerbs, RunWithPermitsRunsAtMostKCommandsAtOnce) {
+  std::vector<std::string> base = {REDLOCK_CLI_PATH,
+                                   "--nodes",
+                                   nodes,
+                                   "-q",
+                                   "run",
+                                   "--permits",
+                                   "2",
+                                   "pool",
+                                   "sh",
+                                   "-c",
+                                   "echo $REDLOCK_PERMIT; sleep 10"};
+  Process first(base), second(base);
+  auto slot_holders = [&] {
+    std::size_t held = 0;
+    for (unsigned i = 0; i < 2; ++i)
+      held += cluster.count_existing(redlock::detail::slot_key("redlock:pool", i)) >= 2;
+    return held;
+  };
+  ASSERT_TRUE(eventually([&] { return slot_holders() == 2; }, 5s));
+  auto show = cli({"--nodes", nodes, "show", "pool"});
+  EXPECT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_TRUE(has(show.out, "semaphore of 2 permits")) << show.out;
+  EXPECT_TRUE(has(show.out, "semaphore: 2 of 2 permits held on a quorum")) << show.out;
+  auto json = cli({"--nodes", nodes, "show", "--json", "pool"});
+  EXPECT_TRUE(has(json.out, "\"permits\":2,\"slots\":[{\"slot\":1,\"holder\":\"")) << json.out;
+  auto third = cli({"--nodes", nodes, "-q", "run", "--permits", "2", "pool", "true"});
+  EXPECT_EQ(third.exit_code, 1) << third.err;
+  auto other_k = cli({"--nodes", nodes, "-q", "run", "--permits", "3", "pool", "true"});
+  EXPECT_EQ(other_k.exit_code, 2) << other_k.err;
+  EXPECT_TRUE(has(other_k.err, "permits")) << other_k.err;
+  first.signal(SIGTERM);
+  second.signal(SIGTERM);
+  auto a = first.wait(10s), b = second.wait(10s);
+  std::set<std::string> slots = {a.out, b.out};
+  EXPECT_EQ(slots, (std::set<std::string>{"0\n", "1\n"})) << "each its own slot";
+  auto again = cli({"--nodes", nodes, "-q", "run", "--permits", "2", "pool", "true"});
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(cli({"--nodes", nodes, "run", "--permits", "0", "pool", "true"}).exit_code, 2);
 }
 
 TEST_F(CliVerbs, CompoundDurationsAreReadAsGoReadsThem) {

@@ -154,6 +154,10 @@ int main(int argc, char** argv) {
                   "wait this long for the lock (default 0: one attempt)");
   run->add_option("-E,--conflict-exit-code", run_options.conflict_exit_code,
                   "exit code when the lock is held by another (default 1)");
+  run->add_option("--permits", run_options.permits,
+                  "hold one of K permits of KEY instead of KEY alone: at most K commands run at "
+                  "once (a semaphore, like consul lock -n); every run of KEY gives the same K")
+      ->check(CLI::Range(1u, redlock::AcquireRequest::max_permits));
   run->add_option("--kill-after", run_options.kill_after,
                   "SIGKILL the command's process group this long after SIGTERM (default 5s)");
   std::optional<std::string> metrics_file;
