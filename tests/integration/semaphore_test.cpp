@@ -254,5 +254,49 @@ TEST(Semaphore, AHostileValueInThePermitsKeyIsAnErrorNeverAGrant) {
   EXPECT_GE(wrongtype, 2u) << "the quorum's refusals say why";
 }
 
+// Every key a semaphore creates (its slots, k, the waiters' sign-ups, the fence counter) lies in
+// its lock key's Redis Cluster hash slot, asked of a real cluster-enabled server.
+TEST(Semaphore, EveryKeyOfASemaphoreLiesInItsLockKeysHashSlot) {
+  test::RedisServer slots({"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"});
+  auto hash_slot = [&](const std::string& key) {
+    return slots.command({"CLUSTER", "KEYSLOT", key});
+  };
+  for (const std::string resource : {"pool:7", "{tenant:3}:pool"}) {
+    SCOPED_TRACE(resource);
+    const std::string lock = "redlock:" + resource;
+    RedisCluster cluster(1);
+    Client a(test::fast_config(cluster)), waiter(test::fast_config(cluster));
+    std::vector<Lock> held;
+    for (int i = 0; i < 2; ++i) {
+      auto req = permit(2, 30'000ms, 0ms, resource);
+      req.fencing = true;
+      auto r = a.acquire(req);
+      ASSERT_TRUE(r) << r.message();
+      held.push_back(r.lock);
+    }
+    auto waiting = std::thread([&] { waiter.acquire(permit(2, 1000ms, 1500ms, resource)); });
+    ASSERT_TRUE(eventually(
+        [&] {
+          return cluster[0].command({"EXISTS", detail::aux_key(lock, detail::kOthers)}) == "1";
+        },
+        5s));
+    std::string keys = cluster[0].command({"KEYS", "*"});
+    std::size_t of_resource = 0;
+    for (std::size_t at = 0; at <= keys.size();) {
+      std::size_t end = std::min(keys.find('\n', at), keys.size());
+      std::string key = keys.substr(at, end - at);
+      at = end + 1;
+      if (key.compare(0, lock.size() + 1, lock + std::string(1, '\0')) != 0 && key != lock)
+        continue;
+      ++of_resource;
+      std::string shown = key;
+      std::replace(shown.begin(), shown.end(), '\0', '|');
+      EXPECT_EQ(hash_slot(key), hash_slot(lock)) << shown;
+    }
+    EXPECT_EQ(of_resource, 5u) << "slots 0 and 1, k, the sign-ups, the fence counter";
+    waiting.join();
+  }
+}
+
 }  // namespace
 }  // namespace redlock
