@@ -63,6 +63,8 @@ class AcquireMachine final : public Waiter {
   // The token of the current attempt.
   const std::string& token() const noexcept { return token_; }
   int attempts() const noexcept { return attempts_; }
+  // A permit of a semaphore: its number of permits (AcquireRequest::permits); 0 for a mutex.
+  unsigned permits() const noexcept { return permits_; }
 
  private:
   enum class Round { acquire, fence };

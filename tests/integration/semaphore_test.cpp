@@ -5,8 +5,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <memory>
+#include <mutex>
 #include <set>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "core/keys.hpp"
@@ -296,6 +299,33 @@ TEST(Semaphore, EveryKeyOfASemaphoreLiesInItsLockKeysHashSlot) {
     EXPECT_EQ(of_resource, 5u) << "slots 0 and 1, k, the sign-ups, the fence counter";
     waiting.join();
   }
+}
+
+// The observer hears of permits as of locks, with the k asked for and the slot each operation
+// was on.
+TEST(Semaphore, TheObserverHearsWhichPermitEachOperationWasOn) {
+  struct Recorder : Observer {
+    std::mutex mutex;
+    std::vector<std::tuple<Operation, unsigned, int, bool>> ops;
+    void on_operation(const OperationEvent& e) override {
+      std::lock_guard<std::mutex> lock(mutex);
+      ops.emplace_back(e.operation, e.permits, e.permit, !e.error);
+    }
+  };
+  auto recorder = std::make_shared<Recorder>();
+  RedisCluster cluster(3);
+  Config config = test::fast_config(cluster);
+  config.observer = recorder;
+  Client a(config);
+  auto r = a.acquire(permit(3));
+  ASSERT_TRUE(r) << r.message();
+  ASSERT_TRUE(a.extend(r.lock, 5000ms));
+  ASSERT_TRUE(a.release(r.lock));
+  std::lock_guard<std::mutex> lock(recorder->mutex);
+  ASSERT_GE(recorder->ops.size(), 3u);
+  EXPECT_EQ(recorder->ops[0], std::make_tuple(Operation::acquire, 3u, r.lock.permit, true));
+  EXPECT_EQ(recorder->ops[1], std::make_tuple(Operation::extend, 0u, r.lock.permit, true));
+  EXPECT_EQ(recorder->ops[2], std::make_tuple(Operation::release, 0u, r.lock.permit, true));
 }
 
 }  // namespace
