@@ -40,7 +40,8 @@ const char* kUsage =
     "watchdog_scale floor_latency floor_throughput handoff_floor\n"
     "options: --iters 2000 --warmup 200 --tput-workers 64 --tput-duration 4\n"
     "  --cont-workers 8 --cont-duration 5 --hold-ms 1 --cont-modes rotate,ffa --cont-wait-ms 2000\n"
-    "  --permits 4 --sem-workers 16 --sem-wait-ms 10000 (semaphore; also --cont-duration, "
+    "  --permits 4 --sem-workers 16 --sem-wait-ms 10000\n"
+    "  --sem-clients 0 (semaphore; 0: a Client per worker; also --cont-duration, "
     "--hold-ms)\n"
     "  --faulty 2 --delayed-ports P,P --held 10000 --hold-threads 1 --lease-ms 3000\n"
     "  --window 6\n"
@@ -121,7 +122,7 @@ int main(int argc, char** argv) {
         "delayed-ports", "held",          "hold-threads",    "lease-ms",
         "window",        "ttl",           "label",           "impl",
         "max-seconds",   "tls-cacert",    "alternate-floor", "permits",
-        "sem-workers",   "sem-wait-ms"};
+        "sem-workers",   "sem-wait-ms",   "sem-clients"};
     for (const auto& [k, v] : args) {
       bool ok = false;
       for (const char* name : known) ok = ok || k == name;
@@ -145,6 +146,7 @@ int main(int argc, char** argv) {
     o.cont_wait_ms = static_cast<int>(number(args, "cont-wait-ms", o.cont_wait_ms, 0, 60000));
     o.permits = static_cast<int>(number(args, "permits", o.permits, 1, 1024));
     o.sem_workers = static_cast<int>(number(args, "sem-workers", o.sem_workers, 1, 256));
+    o.sem_clients = static_cast<int>(number(args, "sem-clients", 0, 0, 256));
     o.sem_wait_ms = static_cast<int>(number(args, "sem-wait-ms", o.sem_wait_ms, 1, 60000));
     o.faulty = static_cast<int>(number(args, "faulty", o.faulty, 1, 4));
     o.held = static_cast<int>(number(args, "held", o.held, 1, 1e6));

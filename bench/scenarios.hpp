@@ -38,6 +38,7 @@ struct Options {
   int permits = 4;
   int sem_workers = 16;
   int sem_wait_ms = 10'000;
+  int sem_clients = 0;  // Clients shared round-robin by the workers; 0: one per worker
   // bad minority
   int faulty = 2;
   // watchdog at scale

@@ -21,6 +21,7 @@
 #include "ours.hpp"
 #include "redlock/redlock.hpp"
 #include "scenarios.hpp"
+#include "server_probe.hpp"
 
 namespace bench {
 namespace {
@@ -145,8 +146,11 @@ void semaphore_worker(SemArena& a, redlock::Client& client, const std::string& k
 void semaphore(const Options& o) {
   const int workers = o.sem_workers;
   const std::string key = "bench:sem:" + random_hex(8);
+  // A Client per worker by default (--sem-clients W), as the peer gives each worker its own
+  // connections; fewer Clients are shared round-robin (1: one Client for every worker).
+  const int n_clients = std::min(o.sem_clients > 0 ? o.sem_clients : workers, workers);
   std::vector<std::unique_ptr<redlock::Client>> clients;
-  for (int w = 0; w < workers; ++w) {
+  for (int w = 0; w < n_clients; ++w) {
     clients.push_back(new_client(o.ports));
     // Connections up and the scripts cached before the window opens (a semaphore of its own).
     redlock::AcquireRequest warm({key + ":warm:" + std::to_string(w)}, Ms(o.ttl_ms), 0ms);
@@ -164,14 +168,18 @@ void semaphore(const Options& o) {
   a.t0 = Clock::now();
   a.last_t = a.t0;
   a.t_end = a.t0 + duration;
+  auto pids = server_pids(o.ports);
+  double cpu0 = self_cpu_seconds(), srv0 = servers_cpu_seconds(pids);
   redlock::CancelToken cancel;
   std::vector<std::thread> threads;
   for (int w = 0; w < workers; ++w)
     threads.emplace_back(semaphore_worker, std::ref(a),
-                         std::ref(*clients[static_cast<std::size_t>(w)]), std::cref(key),
-                         std::cref(o), std::cref(cancel));
+                         std::ref(*clients[static_cast<std::size_t>(w % n_clients)]),
+                         std::cref(key), std::cref(o), std::cref(cancel));
   std::this_thread::sleep_until(a.t_end);
   auto t_stop = Clock::now();
+  double client_cpu = self_cpu_seconds() - cpu0, srv1 = servers_cpu_seconds(pids);
+  double servers_cpu = srv0 >= 0 && srv1 >= 0 ? srv1 - srv0 : -1;
   long long open_at_end = 0;
   {
     std::lock_guard<std::mutex> lock(a.m);
@@ -210,7 +218,7 @@ void semaphore(const Options& o) {
   auto j = head(o, "semaphore", o.ports.size());
   j.str("api",
         "client.acquire(AcquireRequest{{key}, ttl, wait, permits = k}) / client.release(lock)")
-      .str("clients", "one per worker")
+      .str("clients", n_clients == workers ? "one per worker" : std::to_string(n_clients))
       .str("waiting", "release notices")
       .integer("permits", o.permits)
       .integer("workers", workers)
@@ -238,6 +246,10 @@ void semaphore(const Options& o) {
       .numbers("per_permit", per_permit)
       .integer("in_use_bucket_ms", std::chrono::duration_cast<Ms>(kBucket).count())
       .numbers("in_use_per_bucket", per_bucket)
+      .num("client_cpu_util", client_cpu / std::chrono::duration<double>(t_stop - a.t0).count())
+      .num("servers_cpu_util",
+           servers_cpu < 0 ? NAN
+                           : servers_cpu / std::chrono::duration<double>(t_stop - a.t0).count())
       .num("drain_ms", drain_ms)
       .emit();
 }
