@@ -177,8 +177,8 @@ def sem_round_of(r):
 
 def semaphore_section(recs, env):
     """BENCH_ONLY=semaphore: ours (scenario semaphore) against redis-semaphore's RedlockSemaphore
-    (peerbench's scenario semaphore), per N and round; the peer reports no hand-off gap and no
-    time series."""
+    (peerbench's scenario semaphore, and the same through bench/peer_semaphore.mjs with the
+    hand-off gap and the time series), per N and round."""
     lines = [r for r in recs if r.get("scenario") == "semaphore" and sem_round_of(r) is not None]
     md = ["### A counting semaphore against redis-semaphore", ""]
     if not lines:
@@ -197,10 +197,12 @@ def semaphore_section(recs, env):
     rows, notes = [], []
     for n in ns:
         for k in rounds:
-            for impl in (OURS, RS):
+            for impl, harness, name in ((OURS, None, "**ours**"), (RS, None, RS),
+                                        (RS, "bench/peer_semaphore.mjs", RS + " (with the gap)")):
                 r = next((x for x in reversed(lines) if x.get("impl") == impl and x.get("nodes") == n
-                          and sem_round_of(x) == k), None)
-                name = "**ours**" if impl == OURS else impl
+                          and sem_round_of(x) == k and x.get("harness") == harness), None)
+                if r is None and harness:
+                    continue
                 if r is None:
                     rows.append([n, k, name] + ["–"] * 11)
                     continue
@@ -209,7 +211,7 @@ def semaphore_section(recs, env):
                              fmt(get(r, "violations")), fmt(get(r, "errors")), ms(r, "wait_us.p50"),
                              ms(r, "wait_us.p99"), ms(r, "handoff_gap_us.p50"), ms(r, "handoff_gap_us.p99")])
                 if r.get("first_error"):
-                    notes.append(f"{impl} N={n} round {k}: first error “{r['first_error']}”")
+                    notes.append(f"{name} N={n} round {k}: first error “{r['first_error']}”")
     permits = env.get("permits", "?")
     md.append(table(["N", "round", "", "acq/s", "permits in use (mean)", "per 100 ms: min / mean", "all busy",
                      "max holders", "violations", "errors", "wait p50 ms", "wait p99 ms", "hand-off gap p50 ms",
@@ -223,11 +225,11 @@ def semaphore_section(recs, env):
               "10 s, wait 10 s, permits = k})` and `client.release(lock)`, a Client per worker (scenario "
               "`semaphore`). The peer: peerbench's `node/bench.mjs --scenarios semaphore` (redis-semaphore's "
               "`RedlockSemaphore` over each worker's own ioredis connections, `retryInterval` 10 ms, "
-              "`acquireTimeout` 10 s). Holders count from an acquire's return to the release call; “permits in "
+              "`acquireTimeout` 10 s); “(with the gap)”: the same scenario, options and bookkeeping through "
+              "`bench/peer_semaphore.mjs`, which adds the hand-off gap, the time series and “all busy”. Holders count from an acquire's return to the release call; “permits in "
               "use” is their integral over the window divided by its length, “per 100 ms” the min and mean of "
-              "that mean per 100 ms bucket, “all busy” the share of the window with every permit held (ours "
-              "only); a violation is a grant that made the holders more than k; wait is the acquire call. The "
-              "hand-off gap (ours only; the peer's harness does not measure it): a release call made while some "
+              "that mean per 100 ms bucket, “all busy” the share of the window with every permit held; a violation is a grant that made the holders more than k; wait is the acquire call. The "
+              "hand-off gap (peerbench's harness does not measure it): a release call made while some "
               "worker is inside acquire opens a hand-off, and each grant closes the oldest open one (first in, "
               "first out); the gap is the time between the two.")
     md.append("")

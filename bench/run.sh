@@ -42,8 +42,10 @@
 #                           at N = 3 and 5 (BENCH_SEM_NODES), ours (redlock_scenarios
 #                           --scenarios semaphore) then peerbench's `semaphore` scenario, 16
 #                           workers (BENCH_SEM_WORKERS) sharing 4 permits (BENCH_PERMITS) of one
-#                           key, holds of 1 ms, 2 s each (BENCH_CONT_DURATION), two rounds
-#                           alternating (BENCH_SEM_ROUNDS): a minute or so
+#                           key, holds of 1 ms, 2 s each (BENCH_CONT_DURATION), then the same
+#                           through bench/peer_semaphore.mjs (the peer's scenario with the
+#                           hand-off gap added), two rounds alternating (BENCH_SEM_ROUNDS):
+#                           under a minute
 #   BENCH_NODE_PEERS="node-redlock redlock-universal redis-semaphore"   the peers (bench.mjs --impl)
 #   BENCH_CONT_PEERS="node-redlock redlock-universal redis-semaphore"   the peers that also run
 #                           contention (latency and locks/s run for every peer)
@@ -374,6 +376,14 @@ for n in $SEM_NODES; do
     if ((PEERS)) && [[ " $NODE_PEERS " == *" redis-semaphore "* ]]; then
       node_peer $((CONT_DURATION + 25)) redis-semaphore "$n" semaphore --permits "$PERMITS" \
         --sem-workers "$SEM_WORKERS"
+      # The same scenario again through bench/peer_semaphore.mjs, which adds the hand-off gap and
+      # the time series that peerbench's harness does not measure.
+      cp bench/peer_semaphore.mjs "$PB_WORK/node/peer_semaphore.mjs"
+      step $((CONT_DURATION + 25)) "redis-semaphore N=$n (semaphore, with the hand-off gap)" \
+        node "$PB_WORK/node/peer_semaphore.mjs" --ports "$(ports_for "$n")" --permits "$PERMITS" \
+        --sem-workers "$SEM_WORKERS" --hold-ms "$HOLD_MS" --cont-duration "$CONT_DURATION" \
+        --max-seconds $((CONT_DURATION + 25)) --label "$LABEL"
+      flush "$n"
     fi
   done
 done
