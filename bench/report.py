@@ -222,8 +222,10 @@ def semaphore_section(recs, env):
               f"{env.get('cont_duration_s', '?')} s, each acquiring a permit (a waiting acquire), holding it "
               f"{ours.get('hold_ms', '?')} ms, releasing it, and again; each implementation a process of its own on "
               "the client CPU, ours then the peer per N, then again. Ours: `client.acquire(AcquireRequest{{key}, "
-              "10 s, wait 10 s, permits = k})` and `client.release(lock)`, a Client per worker (scenario "
-              "`semaphore`). The peer: peerbench's `node/bench.mjs --scenarios semaphore` (redis-semaphore's "
+              "10 s, wait 10 s, permits = k})` and `client.release(lock)`, "
+              + ("a Client per worker" if ours.get("clients") in (None, "one per worker")
+                 else f"the workers sharing {ours.get('clients')} Client(s)")
+              + " (scenario `semaphore`). The peer: peerbench's `node/bench.mjs --scenarios semaphore` (redis-semaphore's "
               "`RedlockSemaphore` over each worker's own ioredis connections, `retryInterval` 10 ms, "
               "`acquireTimeout` 10 s); “(with the gap)”: the same scenario, options and bookkeeping through "
               "`bench/peer_semaphore.mjs`, which adds the hand-off gap, the time series and “all busy”. Holders count from an acquire's return to the release call; “permits in "

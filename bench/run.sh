@@ -45,7 +45,9 @@
 #                           key, holds of 1 ms, 2 s each (BENCH_CONT_DURATION), then the same
 #                           through bench/peer_semaphore.mjs (the peer's scenario with the
 #                           hand-off gap added), two rounds alternating (BENCH_SEM_ROUNDS):
-#                           under a minute
+#                           under a minute. BENCH_SEM_CLIENTS=1: our workers share one Client
+#                           (default 0: a Client per worker, as the peer's have their own
+#                           connections)
 #   BENCH_NODE_PEERS="node-redlock redlock-universal redis-semaphore"   the peers (bench.mjs --impl)
 #   BENCH_CONT_PEERS="node-redlock redlock-universal redis-semaphore"   the peers that also run
 #                           contention (latency and locks/s run for every peer)
@@ -86,6 +88,7 @@ SEM_NODES=
 SEM_ROUNDS=${BENCH_SEM_ROUNDS:-2}
 PERMITS=${BENCH_PERMITS:-4}
 SEM_WORKERS=${BENCH_SEM_WORKERS:-16}
+SEM_CLIENTS=${BENCH_SEM_CLIENTS:-0}
 LAT_NODES="1 3 5 7 9"
 TPUT_NODES="1 3 5"
 MAXN=9
@@ -289,7 +292,7 @@ rec = {"impl": "env", "date": sh("date -u +%FT%TZ"), "kernel": os.uname().releas
        "node": sh("node --version") if $PEERS else None, "peers": bool($PEERS),
        "node_peers": "${NODE_PEERS}".split() if $PEERS else [], "only": "$ONLY",
        "readme_rounds": $README_ROUNDS, "sem_rounds": $SEM_ROUNDS, "permits": $PERMITS,
-       "sem_workers": $SEM_WORKERS,
+       "sem_workers": $SEM_WORKERS, "sem_clients": $SEM_CLIENTS,
        "peer_note": """$PEER_NOTE""", "commit": sh("git rev-parse --short HEAD"),
        "dirty": bool(sh("git status --porcelain -- lib include")),
        "busiest_procs_start": sh("ps -eo pcpu=,comm= --sort=-pcpu | head -4"),
@@ -372,7 +375,7 @@ for n in $SEM_NODES; do
     LABEL="$PIN semaphore round $round"
     ours $((CONT_DURATION + 25)) "semaphore N=$n round $round: redlock-cpp, $PERMITS permits, $SEM_WORKERS workers" \
       "$n" --scenarios semaphore --permits "$PERMITS" --sem-workers "$SEM_WORKERS" \
-      --hold-ms "$HOLD_MS" --cont-duration "$CONT_DURATION"
+      --hold-ms "$HOLD_MS" --cont-duration "$CONT_DURATION" --sem-clients "$SEM_CLIENTS"
     if ((PEERS)) && [[ " $NODE_PEERS " == *" redis-semaphore "* ]]; then
       node_peer $((CONT_DURATION + 25)) redis-semaphore "$n" semaphore --permits "$PERMITS" \
         --sem-workers "$SEM_WORKERS"
