@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "core/keys.hpp"
@@ -152,6 +153,41 @@ TEST(Semaphore, ChangingKIsRefusedWhileAPermitOfTheOldKIsHeld) {
   // The last permit of k = 2 released, the semaphore takes the new k.
   ASSERT_TRUE(a.release(held.lock));
   auto changed = a.acquire(permit(3));
+  EXPECT_TRUE(changed) << changed.message();
+}
+
+// k is kept while a permit of it may be valid, and no longer (docs/guide-semaphore.md, "Changing
+// k"): a failed attempt's clean-up lets it go where it leaves no slot held, as a release does.
+// Here an attempt granted on node 0 alone (the others full) is cleaned up; once the holders have
+// released, no node keeps k, and a new k is taken with a node down.
+TEST(Semaphore, AFailedAttemptsCleanUpLetsKGo) {
+  RedisCluster cluster(3);
+  auto permits_key = detail::aux_key("redlock:pool", detail::kPermits);
+  for (std::size_t i : {1u, 2u}) {
+    cluster[i].command({"SET", permits_key, "2", "PX", "60000"});
+    cluster[i].command({"SET", slot(0), "aaaa.", "PX", "60000"});
+    cluster[i].command({"SET", slot(1), "bbbb.", "PX", "60000"});
+  }
+  Client c(test::fast_config(cluster));
+  ASSERT_TRUE(eventually([&] { return test::connected_to_all(c); }, 5s));
+  auto refused = c.acquire(permit(2, 30'000ms));
+  ASSERT_EQ(refused.error, Errc::not_acquired) << refused.message();
+  ASSERT_TRUE(eventually(
+      [&] {
+        return cluster[0].command({"EXISTS", slot(0), slot(1)}) == "0";
+      },
+      5s))
+      << "the attempt's grant on node 0 was cleaned up";
+  for (auto [token, p] : {std::pair<const char*, int>{"aaaa.", 0}, {"bbbb.", 1}}) {
+    Lock held("pool", token);
+    held.permit = p;
+    EXPECT_TRUE(c.release(held)) << token;
+  }
+  for (std::size_t i = 0; i < 3; ++i)
+    EXPECT_EQ(cluster[i].command({"EXISTS", permits_key}), "0")
+        << "node " << i << " keeps k with no permit of it held";
+  cluster[2].kill9();
+  auto changed = c.acquire(permit(3));
   EXPECT_TRUE(changed) << changed.message();
 }
 
