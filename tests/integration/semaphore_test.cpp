@@ -141,6 +141,47 @@ TEST(Semaphore, AWaiterIsWokenByARelease) {
   EXPECT_EQ(r.lock.permit, 0);
 }
 
+// Every slot's release reaches the waiters, whichever slot they last asked for: k = 3 slots held
+// for 30 s, three waiters in two clients, each slot released in turn; only the notices (and the
+// hints that follow them) can serve them within the wait.
+TEST(Semaphore, EverySlotsReleaseWakesAWaiter) {
+  RedisCluster cluster(3);
+  // The waiters' fallback timers (the retry delay, and the sign-ups' refresh) fire after their
+  // wait is over: only notices serve them.
+  Config slow = test::fast_config(cluster);
+  slow.retry_delay = 20'000ms;
+  slow.retry_jitter = 0ms;
+  Client holder(test::fast_config(cluster)), a(slow), b(slow);
+  std::vector<Lock> held;
+  for (int i = 0; i < 3; ++i) {
+    auto r = holder.acquire(permit(3, 30'000ms));
+    ASSERT_TRUE(r) << r.message();
+    held.push_back(r.lock);
+  }
+  std::vector<AcquireResult> results(3);
+  std::vector<std::thread> waiters;
+  for (int i = 0; i < 3; ++i)
+    waiters.emplace_back([&, i] {
+      Client& c = i == 2 ? b : a;
+      results[i] = c.acquire(permit(3, 30'000ms, 3000ms));
+    });
+  std::this_thread::sleep_for(500ms);
+  // Released from the last slot down: a waiter that drew slot 0 is refused by it until the end.
+  std::sort(held.begin(), held.end(),
+            [](const Lock& x, const Lock& y) { return x.permit > y.permit; });
+  for (auto& l : held) {
+    ASSERT_TRUE(holder.release(l));
+    std::this_thread::sleep_for(300ms);
+  }
+  for (auto& t : waiters) t.join();
+  std::set<int> slots;
+  for (auto& r : results) {
+    EXPECT_TRUE(r) << r.message();
+    if (r) slots.insert(r.lock.permit);
+  }
+  EXPECT_EQ(slots, (std::set<int>{0, 1, 2}));
+}
+
 TEST(Semaphore, ChangingKIsRefusedWhileAPermitOfTheOldKIsHeld) {
   RedisCluster cluster(3);
   Client a(test::fast_config(cluster));
