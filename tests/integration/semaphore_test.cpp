@@ -324,6 +324,16 @@ TEST(Semaphore, BadRequestsAreRefusedBeforeAnythingIsSent) {
   EXPECT_EQ(a.acquire(two).error, Errc::invalid_argument);
   EXPECT_EQ(a.acquire(permit(AcquireRequest::max_permits + 1)).error, Errc::invalid_argument);
   EXPECT_TRUE(a.acquire(permit(AcquireRequest::max_permits)));
+  // A permit is one slot of one resource: a lock that says otherwise is refused, never released
+  // or extended in part.
+  Lock both({"a"}, "0123456789abcdef0123456789abcdef.");
+  both.resources.push_back("b");
+  both.permit = 0;
+  EXPECT_EQ(a.release(both).error, Errc::invalid_argument);
+  EXPECT_EQ(a.extend(both, 1000ms).error, Errc::invalid_argument);
+  Lock far("a", "0123456789abcdef0123456789abcdef.");
+  far.permit = static_cast<int>(AcquireRequest::max_permits);
+  EXPECT_EQ(a.release(far).error, Errc::invalid_argument);
 }
 
 TEST(Semaphore, AHostileValueInThePermitsKeyIsAnErrorNeverAGrant) {
