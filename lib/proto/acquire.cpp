@@ -398,8 +398,10 @@ void AcquireMachine::clean_up(const std::vector<std::string>& keys, const std::s
   Send send;
   send.id = ctx_.next_request();
   send.job = id_;
-  send.request =
-      std::make_shared<const Request>(release_request(keys, token, /*announce=*/false, line));
+  // A permit's clean-up lets the semaphore's k go where it leaves no slot held (scripts.hpp).
+  send.request = std::make_shared<const Request>(
+      permits_ > 0 ? permit_release_request(keys[0], token, /*announce=*/false)
+                   : release_request(keys, token, /*announce=*/false, line));
   for (std::size_t i = 0; i < ctx_.nodes(); ++i)
     if (spare == nullptr || i >= spare->size() || !(*spare)[i]) send.nodes.push_back(i);
   send.reply_wanted = false;

@@ -103,9 +103,10 @@ Request permit_request(const std::vector<std::string>& slot_keys, const std::str
   return r;
 }
 
-Request permit_release_request(const std::string& slot_key, const std::string& token) {
+Request permit_release_request(const std::string& slot_key, const std::string& token,
+                               bool announce) {
   Line none{"", "", Milliseconds(0)};
-  Request r = release_request({slot_key}, token, /*announce=*/true, &none);
+  Request r = release_request({slot_key}, token, announce, &none);
   r.args.emplace_back("permit");
   return r;
 }

@@ -57,8 +57,11 @@ Request permit_request(const std::vector<std::string>& slot_keys, const std::str
                        const std::string& place, Milliseconds keep, Milliseconds turn_length,
                        PermitAsk ask);
 // The release of a permit (Lock::permit): release.lua on its slot key, ARGV[6] 'permit', which
-// lets the semaphore's k go where no slot is held any more.
-Request permit_release_request(const std::string& slot_key, const std::string& token);
+// lets the semaphore's k go where no slot is held any more. Without `announce`, the clean-up of a
+// failed attempt at a permit: silent, and it lets k go as a release does (a failed attempt's
+// grant on some nodes must not keep another k out for its ttl once every permit is released).
+Request permit_release_request(const std::string& slot_key, const std::string& token,
+                               bool announce = true);
 // A waiter for a permit that is gone takes its sign-up out of the semaphore's (lock key `key`):
 // release.lua's sign-up form, ARGV[6] 'signups'.
 Request leave_permit_request(const std::string& key, const std::string& ticket);

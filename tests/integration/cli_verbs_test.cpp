@@ -218,6 +218,21 @@ TEST_F(CliVerbs, RunWithPermitsRunsAtMostKCommandsAtOnce) {
   EXPECT_EQ(cli({"--nodes", nodes, "run", "--permits", "0", "pool", "true"}).exit_code, 2);
 }
 
+// show reads a semaphore's k as acquire.lua does: a value with more to it than the decimal k is
+// no number of permits (every acquire is refused with it), never read as its first digits.
+TEST_F(CliVerbs, ShowReadsKAsTheScriptsDo) {
+  for (const std::string value : {"2x", "1e3", "02"}) {
+    SCOPED_TRACE(value);
+    for (std::size_t i = 0; i < cluster.size(); ++i)
+      cluster[i].command(
+          {"SET", redlock::detail::aux_key("redlock:pool", redlock::detail::kPermits), value});
+    auto show = cli({"--nodes", nodes, "show", "pool"});
+    EXPECT_EQ(show.exit_code, 0) << show.err;
+    EXPECT_FALSE(has(show.out, "semaphore of")) << show.out;
+    EXPECT_TRUE(has(show.out, "not a number of permits")) << show.out;
+  }
+}
+
 TEST_F(CliVerbs, CompoundDurationsAreReadAsGoReadsThem) {
   acquire("d1", {"--ttl", "1m30s"});
   EXPECT_GT(pttl("redlock:d1"), 80'000);

@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "core/keys.hpp"
@@ -48,11 +49,19 @@ TEST(Semaphore, TheThreeHolderCaseAdmitsNoThirdHolder) {
   ASSERT_TRUE(eventually([&] { return test::connected_to_all(c); }, 5s));
   auto r = c.acquire(permit(2));
   EXPECT_EQ(r.error, Errc::not_acquired) << r.message();
-  // Nothing of C's is left on any node: each attempt's grants were cleaned up.
+  // Nothing of C's is left on any node: each attempt's grants were cleaned up. The clean-up of
+  // the last attempt leaves as the result is delivered, without waiting for its replies: it may
+  // land just after this thread reads.
   for (std::size_t i = 0; i < 3; ++i)
     for (unsigned s : {0u, 1u}) {
-      auto v = cluster[i].command({"GET", slot(s)});
-      EXPECT_TRUE(v == "(nil)" || v == "aaaa." || v == "bbbb.") << "node " << i << " slot " << s;
+      std::string v;
+      EXPECT_TRUE(eventually(
+          [&] {
+            v = cluster[i].command({"GET", slot(s)});
+            return v == "(nil)" || v == "aaaa." || v == "bbbb.";
+          },
+          2s))
+          << "node " << i << " slot " << s << ": " << v;
     }
 }
 
@@ -132,6 +141,47 @@ TEST(Semaphore, AWaiterIsWokenByARelease) {
   EXPECT_EQ(r.lock.permit, 0);
 }
 
+// Every slot's release reaches the waiters, whichever slot they last asked for: k = 3 slots held
+// for 30 s, three waiters in two clients, each slot released in turn; only the notices (and the
+// hints that follow them) can serve them within the wait.
+TEST(Semaphore, EverySlotsReleaseWakesAWaiter) {
+  RedisCluster cluster(3);
+  // The waiters' fallback timers (the retry delay, and the sign-ups' refresh) fire after their
+  // wait is over: only notices serve them.
+  Config slow = test::fast_config(cluster);
+  slow.retry_delay = 20'000ms;
+  slow.retry_jitter = 0ms;
+  Client holder(test::fast_config(cluster)), a(slow), b(slow);
+  std::vector<Lock> held;
+  for (int i = 0; i < 3; ++i) {
+    auto r = holder.acquire(permit(3, 30'000ms));
+    ASSERT_TRUE(r) << r.message();
+    held.push_back(r.lock);
+  }
+  std::vector<AcquireResult> results(3);
+  std::vector<std::thread> waiters;
+  for (int i = 0; i < 3; ++i)
+    waiters.emplace_back([&, i] {
+      Client& c = i == 2 ? b : a;
+      results[i] = c.acquire(permit(3, 30'000ms, 3000ms));
+    });
+  std::this_thread::sleep_for(500ms);
+  // Released from the last slot down: a waiter that drew slot 0 is refused by it until the end.
+  std::sort(held.begin(), held.end(),
+            [](const Lock& x, const Lock& y) { return x.permit > y.permit; });
+  for (auto& l : held) {
+    ASSERT_TRUE(holder.release(l));
+    std::this_thread::sleep_for(300ms);
+  }
+  for (auto& t : waiters) t.join();
+  std::set<int> slots;
+  for (auto& r : results) {
+    EXPECT_TRUE(r) << r.message();
+    if (r) slots.insert(r.lock.permit);
+  }
+  EXPECT_EQ(slots, (std::set<int>{0, 1, 2}));
+}
+
 TEST(Semaphore, ChangingKIsRefusedWhileAPermitOfTheOldKIsHeld) {
   RedisCluster cluster(3);
   Client a(test::fast_config(cluster));
@@ -144,6 +194,41 @@ TEST(Semaphore, ChangingKIsRefusedWhileAPermitOfTheOldKIsHeld) {
   // The last permit of k = 2 released, the semaphore takes the new k.
   ASSERT_TRUE(a.release(held.lock));
   auto changed = a.acquire(permit(3));
+  EXPECT_TRUE(changed) << changed.message();
+}
+
+// k is kept while a permit of it may be valid, and no longer (docs/guide-semaphore.md, "Changing
+// k"): a failed attempt's clean-up lets it go where it leaves no slot held, as a release does.
+// Here an attempt granted on node 0 alone (the others full) is cleaned up; once the holders have
+// released, no node keeps k, and a new k is taken with a node down.
+TEST(Semaphore, AFailedAttemptsCleanUpLetsKGo) {
+  RedisCluster cluster(3);
+  auto permits_key = detail::aux_key("redlock:pool", detail::kPermits);
+  for (std::size_t i : {1u, 2u}) {
+    cluster[i].command({"SET", permits_key, "2", "PX", "60000"});
+    cluster[i].command({"SET", slot(0), "aaaa.", "PX", "60000"});
+    cluster[i].command({"SET", slot(1), "bbbb.", "PX", "60000"});
+  }
+  Client c(test::fast_config(cluster));
+  ASSERT_TRUE(eventually([&] { return test::connected_to_all(c); }, 5s));
+  auto refused = c.acquire(permit(2, 30'000ms));
+  ASSERT_EQ(refused.error, Errc::not_acquired) << refused.message();
+  ASSERT_TRUE(eventually(
+      [&] {
+        return cluster[0].command({"EXISTS", slot(0), slot(1)}) == "0";
+      },
+      5s))
+      << "the attempt's grant on node 0 was cleaned up";
+  for (auto [token, p] : {std::pair<const char*, int>{"aaaa.", 0}, {"bbbb.", 1}}) {
+    Lock held("pool", token);
+    held.permit = p;
+    EXPECT_TRUE(c.release(held)) << token;
+  }
+  for (std::size_t i = 0; i < 3; ++i)
+    EXPECT_EQ(cluster[i].command({"EXISTS", permits_key}), "0")
+        << "node " << i << " keeps k with no permit of it held";
+  cluster[2].kill9();
+  auto changed = c.acquire(permit(3));
   EXPECT_TRUE(changed) << changed.message();
 }
 
@@ -239,6 +324,16 @@ TEST(Semaphore, BadRequestsAreRefusedBeforeAnythingIsSent) {
   EXPECT_EQ(a.acquire(two).error, Errc::invalid_argument);
   EXPECT_EQ(a.acquire(permit(AcquireRequest::max_permits + 1)).error, Errc::invalid_argument);
   EXPECT_TRUE(a.acquire(permit(AcquireRequest::max_permits)));
+  // A permit is one slot of one resource: a lock that says otherwise is refused, never released
+  // or extended in part.
+  Lock both({"a"}, "0123456789abcdef0123456789abcdef.");
+  both.resources.push_back("b");
+  both.permit = 0;
+  EXPECT_EQ(a.release(both).error, Errc::invalid_argument);
+  EXPECT_EQ(a.extend(both, 1000ms).error, Errc::invalid_argument);
+  Lock far("a", "0123456789abcdef0123456789abcdef.");
+  far.permit = static_cast<int>(AcquireRequest::max_permits);
+  EXPECT_EQ(a.release(far).error, Errc::invalid_argument);
 }
 
 TEST(Semaphore, AHostileValueInThePermitsKeyIsAnErrorNeverAGrant) {

@@ -105,11 +105,12 @@ void read_node(NodeConnection& conn, const std::string& lock_key, NodeView& v) {
   auto [permits, permits_type] = aux(conn, lock_key, redlock::detail::kPermits, v);
   if (permits_type == "string") {
     std::string k = reply_text(must(conn, {"GET", permits}).get());
+    // The form acquire.lua compares (the decimal k a client sends): a value with more to it
+    // ("2x", "1e3", " 2") refuses every acquire (permits_mismatch), and is shown as it is.
     unsigned long n = 0;
-    try {
+    if (!k.empty() && k.size() <= 4 && k.find_first_not_of("0123456789") == std::string::npos &&
+        k[0] != '0')
       n = std::stoul(k);
-    } catch (const std::exception&) {
-    }
     if (n >= 1 && n <= redlock::AcquireRequest::max_permits) {
       v.permits = static_cast<unsigned>(n);
       for (unsigned i = 1; i < v.permits; ++i) {
