@@ -178,17 +178,13 @@ TEST_F(CliVerbs, RunDashCRunsTheLineThroughTheShell) {
 // `run --permits K`, like `consul lock -n`: at most K commands at once, each told its slot; a run
 // that gives another K while permits of the first are held is a usage error (exit 2).
 TEST_F(CliVerbs, RunWithPermitsRunsAtMostKCommandsAtOnce) {
-  std::vector<std::string> base = {REDLOCK_CLI_PATH,
-                                   "--nodes",
-                                   nodes,
-                                   "-q",
-                                   "run",
-                                   "--permits",
-                                   "2",
-                                   "pool",
-                                   "sh",
-                                   "-c",
-                                   "echo $REDLOCK_PERMIT; sleep 10"};
+  std::vector<std::string> base = {REDLOCK_CLI_PATH, "--nodes", nodes, "-q", "run", "--permits",
+                                   "2", "pool", "sh", "-c",
+                                   // Each extends its own permit by its token: REDLOCK_PERMIT
+                                   // names the slot for `extend`.
+                                   "echo $REDLOCK_PERMIT; \"$0\" --nodes \"$1\" -q extend pool "
+                                   "\"$REDLOCK_TOKEN\" || echo unextended; sleep 10",
+                                   REDLOCK_CLI_PATH, nodes};
   Process first(base), second(base);
   auto slot_holders = [&] {
     std::size_t held = 0;
