@@ -317,6 +317,20 @@ TEST(PermitChecker, SectionsOfOneGrantAreOneHolderAndResourcesAreIndependent) {
   EXPECT_EQ(permits_claimed(v).violations(), 0u);
 }
 
+TEST(PermitChecker, FencingIsJudgedPerSlot) {
+  // Tokens come from one counter per semaphore, but grants of different slots may become known
+  // in another order than their tokens were drawn: only a slot's grants must see them grow.
+  auto a = permit(0, 10, 2, 0, "a");
+  a.fence = 5;
+  auto b = permit(1, 10, 2, 1, "b");
+  b.fence = 4;
+  auto c = permit(20, 30, 2, 0, "c");
+  c.fence = 3;  // below a's, in a's slot
+  EXPECT_EQ(fencing_violations(by_slot({a, b})), 0u);
+  EXPECT_EQ(fencing_violations(by_slot({a, b, c})), 1u);
+  EXPECT_EQ(fencing_violations({a, b}), 1u);  // the mutex's view
+}
+
 TEST(PermitChecker, SlotOutsideKIsCaught) {
   EXPECT_EQ(permits_claimed({permit(0, 10, 2, 2, "a")}).bad_slot, 1u);
   EXPECT_EQ(permits_claimed({permit(0, 10, 2, -1, "a")}).bad_slot, 1u);
