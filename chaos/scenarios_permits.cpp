@@ -120,8 +120,8 @@ void permits_partition(Run& run) {
 // (d) k = 2, four looping workers; every ~1.2 s one more process acquires a permit (ttl 800 ms)
 // amid them, records its claim to its deadline, and is SIGKILLed holding it: its slot must stay
 // taken until its ttl ends, and free then. Afterwards, on quiet nodes: X (ttl 1.5 s) and Y (6 s)
-// take both permits, X is killed; P is refused at once, then gets X's slot, not before X's
-// deadline (the checker).
+// take both permits; Q, asking with k = 3, is refused (permits_mismatch); X is killed; P is
+// refused at once, then gets X's slot, not before X's deadline (the checker).
 void permits_holder_crash(Run& run) {
   constexpr long victim_ttl = 800;
   run.start_nodes(5);
@@ -164,11 +164,19 @@ void permits_holder_crash(Run& run) {
   auto& p = run.control("P", v);
   v.ttl = 6000;
   auto& y = run.control("Y", v);
+  v.permits = 3;  // another k for the same semaphore
+  auto& q = run.control("Q", v);
   run.sleep(300ms);
   auto rx = x.call("acquire 1500 3000");
   auto ry = y.call("acquire 6000 3000");
   run.check(granted(rx) && granted(ry), "X and Y take both permits: " + rx + " / " + ry);
   if (!granted(rx) || !granted(ry)) return;
+  // Every holder of one semaphore at one time has one k: another k is refused, not waited out.
+  auto rq = q.call("acquire 1500 500");
+  run.check(rq.rfind("fail permits_mismatch", 0) == 0,
+            "Q, asking for one of 3 permits while 2 are held of 2, is refused: " + rq);
+  if (granted(rq))
+    for (const char* c : {"end", "release"}) q.call(c);
   x.call("claim");
   kill(x, "holding slot " + std::to_string(slot_of(rx)));
   auto killed_at = Steady::now();
