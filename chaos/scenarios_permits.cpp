@@ -53,6 +53,13 @@ int slot_of(const std::string& reply) {
 // time, and restart after 200-600 ms with what their AOF kept: the slots' keys and k survive.
 void permits_crash_restart(Run& run) {
   run.start_nodes(5, true);
+  // The premise: every node keeps its writes (INFO, as the clients' safeguards read it).
+  auto persistent = [&](std::size_t i) {
+    auto info = run.node(i).command({"INFO", "persistence"});
+    return info.find("aof_enabled:1") != std::string::npos;
+  };
+  int not_persistent = 0;
+  for (std::size_t i = 0; i < run.size(); ++i) not_persistent += !persistent(i);
   long d = run.phase(10000, 25000);
   spawn_permits(run, permit_spec(d, 3), 6, true);
   std::mt19937_64 rng(std::random_device{}());
@@ -65,10 +72,15 @@ void permits_crash_restart(Run& run) {
     for (auto i : order) run.crash(i);
     crashes += static_cast<int>(order.size());
     run.sleep(Ms(200 + static_cast<long>(rng() % 400)));
-    for (auto i : order) run.restart(i);
+    for (auto i : order) {
+      run.restart(i);
+      not_persistent += !persistent(i);
+    }
     run.sleep(Ms(300 + static_cast<long>(rng() % 400)));
   }
   run.note(std::to_string(crashes) + " node crashes, each restarted with its AOF");
+  run.check(not_persistent == 0, "every node says aof_enabled:1 at its start (" +
+                                     std::to_string(not_persistent) + " did not)");
 }
 
 // (b) k = 2, five workers; two random nodes SIGSTOPped for 700 ms, again and again: ghost SETs of
