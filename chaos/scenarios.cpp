@@ -97,6 +97,7 @@ const std::vector<Scenario>& all_scenarios() {
     add_process_scenarios(v);
     add_network_scenarios(v);
     add_clock_scenarios(v);
+    add_permit_scenarios(v);
     return v;
   }();
   return list;

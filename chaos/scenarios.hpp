@@ -16,6 +16,9 @@ void add_process_scenarios(std::vector<Scenario>& out);
 void add_network_scenarios(std::vector<Scenario>& out);
 // Clock rate, jumps and drift on the nodes through the clock shim (scenarios_clock.cpp).
 void add_clock_scenarios(std::vector<Scenario>& out);
+// The counting semaphore (permits of k) under crashes, pauses, partitions and crashed holders
+// (scenarios_permits.cpp).
+void add_permit_scenarios(std::vector<Scenario>& out);
 
 // --- shared by the scenario files ----------------------------------------------------------
 
