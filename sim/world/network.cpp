@@ -192,6 +192,7 @@ void World::node_receive(int c, std::size_t n, std::uint64_t conn_id, std::uint6
     }
     if (release && !token.empty() && !reply.is_error()) cleaned_up_.insert({conn_id, token});
     check_script(c, n, argv, reply);
+    check_permits_on(n);
   }
   if (opt_.trace) {
     trace("n" + std::to_string(n) + " ran for c" + std::to_string(c) + ": " + reply.to_string());
