@@ -39,6 +39,7 @@ class ProtoBrain final : public Brain {
     request.ttl = spec.ttl;
     request.wait = spec.wait;
     request.fencing = spec.fencing;
+    request.permits = spec.permits;
     auto job = std::make_unique<AcquireMachine>(ctx_, request, spec.ttl, now, place);
     auto id = job->id();
     auto* j = job.get();
