@@ -82,19 +82,7 @@ void World::permit_granted(int c, const AcquireResult& r) {
   if (permits_rng_.chance(0.3)) {
     // An extend of the permit (renew.lua on its slot key, which keeps k as long).
     Us ext = ttl * permits_rng_.pick(kExtendPercents) / 100;
-    user_step(
-        c, step,
-        [this, c, ext] {
-          auto& me = clients_[c];
-          me.op.extending = true;
-          trace("c" + std::to_string(c) + " extends to " + std::to_string(ext / kMs) + "ms");
-          Actions out;
-          me.brain->extend(me.op.lock, Milliseconds(ext / kMs), cnow(me), out);
-          apply(c, out);
-        },
-        permits_rng_.range(0, ttl / 2));
-    user_step(
-        c, step, [this, c] { op_end(c, true); }, 3 * ttl);
+    extend_then_end(c, step, ext, permits_rng_.range(0, ttl / 2), ttl);
     return;
   }
   user_step(

@@ -142,24 +142,27 @@ void World::op_granted(int c, const AcquireResult& r) {
     // the end of what it believes (schedule_release), so a key shorter than the belief, or a
     // belief no quorum confirmed, meets the next holder (checker 1).
     Us ext = ttl * rng_.pick(kExtendPercents) / 100;
-    user_step(
-        c, step,
-        [this, c, ext] {
-          auto& me = clients_[c];
-          me.op.extending = true;
-          trace("c" + std::to_string(c) + " extends to " + std::to_string(ext / kMs) + "ms");
-          Actions out;
-          me.brain->extend(me.op.lock, Milliseconds(ext / kMs), cnow(me), out);
-          apply(c, out);
-        },
-        rng_.range(0, ttl / 2));
-    // Only if the extend's result never came (it always does, at the latest on the timeouts).
-    user_step(
-        c, step, [this, c] { op_end(c, true); }, 3 * ttl);
+    extend_then_end(c, step, ext, rng_.range(0, ttl / 2), ttl);
     return;
   }
   user_step(
       c, step, [this, c] { op_end(c, true); }, rng_.range(0, ttl));
+}
+
+void World::extend_then_end(int c, std::uint64_t step, Us ext, Us at, Us ttl) {
+  user_step(
+      c, step,
+      [this, c, ext] {
+        auto& me = clients_[c];
+        me.op.extending = true;
+        trace("c" + std::to_string(c) + " extends to " + std::to_string(ext / kMs) + "ms");
+        Actions out;
+        me.brain->extend(me.op.lock, Milliseconds(ext / kMs), cnow(me), out);
+        apply(c, out);
+      },
+      at);
+  user_step(
+      c, step, [this, c] { op_end(c, true); }, 3 * ttl);
 }
 
 void World::schedule_release(int c, Us within) {

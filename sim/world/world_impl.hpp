@@ -362,6 +362,9 @@ class World {
   void op_end(int c, bool release);
   void schedule_next_op(int c);
   void user_step(int c, std::uint64_t step, std::function<void()> fn, Us after_local);
+  // The holder's extend of its lock to `ext`, `at` into its step, then the op's end 3 ttl later
+  // (only if the extend's result never came: it always does, at the latest on the timeouts).
+  void extend_then_end(int c, std::uint64_t step, Us ext, Us at, Us ttl);
   void storage_write(int c);
   void kill(int c, const std::string& why);
   void close_claim(UserOp& op, Us cap);
