@@ -281,7 +281,15 @@ TEST_F(CliVerbs, RunWritesItsMetricsForTheTextfileCollectorAndCountsALostLock) {
   // and the file counts the loss.
   Process run({REDLOCK_CLI_PATH, "--nodes", nodes, "-q", "--ttl", "900ms", "run", "--metrics-file",
                file, "gone", "sleep", "10"});
-  ASSERT_TRUE(eventually([&] { return cluster.count_existing("redlock:gone") == 3; }, 5s));
+  // Once the lock is held (the file says so), not when its keys first exist: run asks for a
+  // fencing token, and keys deleted between the grant and its write-back refuse the grant (exit 1).
+  ASSERT_TRUE(eventually(
+      [&] {
+        return has(run_process({"/bin/cat", file}).out,
+                   "redlock_held_locks{resource=\"gone\"} 1") &&
+               cluster.count_existing("redlock:gone") == 3;
+      },
+      5s));
   for (std::size_t i = 0; i < 3; ++i) cluster[i].command({"DEL", "redlock:gone"});
   auto lost = run.wait(15s);
   EXPECT_EQ(lost.exit_code, 4) << lost.err;
