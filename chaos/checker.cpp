@@ -13,6 +13,45 @@ std::int64_t end_in(const Section& s, Mode mode) {
   return mode == Mode::claimed ? claimed_end(s) : s.end;
 }
 
+// One interval per grant of the sections `keep` accepts: sections that share a token (the
+// processes of one `redlock run` command, say) are one holder, spanning from the first start to
+// the last end. Empty ones occupy no time and are left out. By resource, then start, then end.
+struct Grant {
+  std::size_t index;  // a section of the grant (its first), for the examples
+  std::int64_t start;
+  std::int64_t end;
+};
+template <typename Keep>
+std::vector<Grant> grants_of(const std::vector<Section>& sections, Mode mode, Keep&& keep) {
+  std::vector<Grant> grants;
+  grants.reserve(sections.size());
+  std::map<std::pair<std::string, std::string>, std::size_t> by_token;
+  for (std::size_t i = 0; i < sections.size(); ++i) {
+    const auto& s = sections[i];
+    if (!keep(s)) continue;
+    auto end = end_in(s, mode);
+    if (end <= s.start) continue;  // empty: occupies no time
+    if (!s.token.empty()) {
+      auto [it, fresh] = by_token.emplace(std::make_pair(s.resource, s.token), grants.size());
+      if (!fresh) {
+        auto& merged = grants[it->second];
+        merged.start = std::min(merged.start, s.start);
+        merged.end = std::max(merged.end, end);
+        continue;
+      }
+    }
+    grants.push_back({i, s.start, end});
+  }
+  std::sort(grants.begin(), grants.end(), [&](const Grant& x, const Grant& y) {
+    const auto& rx = sections[x.index].resource;
+    const auto& ry = sections[y.index].resource;
+    if (rx != ry) return rx < ry;
+    if (x.start != y.start) return x.start < y.start;
+    return x.end < y.end;
+  });
+  return grants;
+}
+
 }  // namespace
 
 std::int64_t claimed_end(const Section& s) {
@@ -21,39 +60,8 @@ std::int64_t claimed_end(const Section& s) {
 
 OverlapResult find_overlaps(const std::vector<Section>& sections, Mode mode,
                             std::size_t max_examples) {
-  // One interval per grant: sections that share a token (the processes of one `redlock run`
-  // command, say) are one holder, spanning from the first start to the last end.
-  struct Interval {
-    std::size_t index;  // a section of the grant, for the examples
-    std::int64_t start;
-    std::int64_t end;
-  };
-  std::vector<Interval> intervals;
-  intervals.reserve(sections.size());
-  std::map<std::pair<std::string, std::string>, std::size_t> by_token;
-  for (std::size_t i = 0; i < sections.size(); ++i) {
-    const auto& s = sections[i];
-    auto end = end_in(s, mode);
-    if (end <= s.start) continue;  // empty: occupies no time
-    if (!s.token.empty()) {
-      auto [it, fresh] = by_token.emplace(std::make_pair(s.resource, s.token), intervals.size());
-      if (!fresh) {
-        auto& merged = intervals[it->second];
-        merged.start = std::min(merged.start, s.start);
-        merged.end = std::max(merged.end, end);
-        continue;
-      }
-    }
-    intervals.push_back({i, s.start, end});
-  }
-  // By resource, then start, then end.
-  std::sort(intervals.begin(), intervals.end(), [&](const Interval& x, const Interval& y) {
-    const auto& rx = sections[x.index].resource;
-    const auto& ry = sections[y.index].resource;
-    if (rx != ry) return rx < ry;
-    if (x.start != y.start) return x.start < y.start;
-    return x.end < y.end;
-  });
+  using Interval = Grant;
+  auto intervals = grants_of(sections, mode, [](const Section&) { return true; });
 
   OverlapResult result;
   const std::string* resource = nullptr;
@@ -163,32 +171,13 @@ PermitResult find_permit_excess(const std::vector<Section>& sections, Mode mode,
     std::int64_t end;
     int k;
   };
+  for (const auto& s : sections)
+    if (semaphores.count(s.resource) != 0 && is_permit(s) && (s.slot < 0 || s.slot >= s.permits))
+      ++result.bad_slot;
   std::vector<Interval> intervals;
-  std::map<std::pair<std::string, std::string>, std::size_t> by_token;
-  for (std::size_t i = 0; i < sections.size(); ++i) {
-    const auto& s = sections[i];
-    if (semaphores.count(s.resource) == 0) continue;
-    if (is_permit(s) && (s.slot < 0 || s.slot >= s.permits)) ++result.bad_slot;
-    auto end = end_in(s, mode);
-    if (end <= s.start) continue;
-    if (!s.token.empty()) {
-      auto [it, fresh] = by_token.emplace(std::make_pair(s.resource, s.token), intervals.size());
-      if (!fresh) {
-        auto& merged = intervals[it->second];
-        merged.start = std::min(merged.start, s.start);
-        merged.end = std::max(merged.end, end);
-        continue;
-      }
-    }
-    intervals.push_back({i, s.start, end, s.permits});
-  }
-  std::sort(intervals.begin(), intervals.end(), [&](const Interval& x, const Interval& y) {
-    const auto& rx = sections[x.index].resource;
-    const auto& ry = sections[y.index].resource;
-    if (rx != ry) return rx < ry;
-    if (x.start != y.start) return x.start < y.start;
-    return x.end < y.end;
-  });
+  for (const auto& g : grants_of(
+           sections, mode, [&](const Section& s) { return semaphores.count(s.resource) != 0; }))
+    intervals.push_back({g.index, g.start, g.end, sections[g.index].permits});
 
   // The sweep: the open grants by end, and how many of them have each k.
   std::set<std::pair<std::int64_t, std::size_t>> open;  // (end, position in intervals)

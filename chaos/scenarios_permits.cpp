@@ -109,24 +109,7 @@ void permits_partition(Run& run) {
   NetFault net;
   long d = run.phase(10000, 25000);
   spawn_permits(run, permit_spec(d, 3), 6, false);
-  std::mt19937_64 rng(std::random_device{}());
-  auto end = Steady::now() + Ms(d - 2500);  // the last heal comes before the workers stop
-  run.sleep(500ms);
-  for (std::size_t round = 0; Steady::now() < end; ++round) {
-    auto order = shuffled(5, rng);
-    order.resize(round % 2 == 0 ? 2 : 3);
-    std::string which;
-    for (auto i : order) {
-      net.drop_to_port(run.client_port(i));
-      net.drop_from_port(run.client_port(i));
-      which += " " + std::to_string(i);
-    }
-    run.event("partitioned nodes" + which);
-    run.sleep(1000ms);
-    net.heal_all();
-    run.network_healed();
-    run.sleep(Ms(400 + static_cast<long>(rng() % 300)));
-  }
+  partition_rounds(run, net, d, [](std::size_t round) { return round % 2 == 0 ? 2u : 3u; });
 }
 
 // (d) k = 2, four looping workers; every ~1.2 s one more process acquires a permit (ttl 800 ms)
