@@ -47,14 +47,7 @@ void World::start_permit(int c) {
 void World::permit_granted(int c, const AcquireResult& r) {
   auto& cl = clients_[c];
   auto& op = cl.op;
-  op.granted = true;
-  op.lock = r.lock;
-  Claim claim;
-  claim.client = c;
-  claim.resources = op.resources;
-  claim.start = now_;
-  claim.deadline_local = us(r.lock.valid_until);
-  claim.token = r.lock.token;
+  Claim claim = grant_claim(c, r);
   // The k is the one this client asked with (the workload's), the slot the grant's.
   claim.permits = op.permits;
   claim.slot = r.lock.permit;

@@ -96,9 +96,8 @@ void World::start_op(int c) {
   }
 }
 
-void World::op_granted(int c, const AcquireResult& r) {
-  auto& cl = clients_[c];
-  auto& op = cl.op;
+Claim World::grant_claim(int c, const AcquireResult& r) {
+  auto& op = clients_[c].op;
   op.granted = true;
   op.lock = r.lock;
   Claim claim;
@@ -106,9 +105,16 @@ void World::op_granted(int c, const AcquireResult& r) {
   claim.resources = op.resources;
   claim.start = now_;
   claim.deadline_local = us(r.lock.valid_until);
+  claim.token = r.lock.token;
+  return claim;
+}
+
+void World::op_granted(int c, const AcquireResult& r) {
+  auto& cl = clients_[c];
+  auto& op = cl.op;
+  Claim claim = grant_claim(c, r);
   claim.fence = r.lock.fencing_token;
   claim.fenced = op.kind == OpKind::fenced;
-  claim.token = r.lock.token;
   op.claim = static_cast<int>(claims_.size());
   claims_.push_back(claim);
   ++op.step;

@@ -365,6 +365,9 @@ class World {
   // The holder's extend of its lock to `ext`, `at` into its step, then the op's end 3 ttl later
   // (only if the extend's result never came: it always does, at the latest on the timeouts).
   void extend_then_end(int c, std::uint64_t step, Us ext, Us at, Us ttl);
+  // A grant of the client's op: the op holds the lock, and its claim (what checker 1 and the
+  // others judge) begins now, to the deadline the client believes.
+  Claim grant_claim(int c, const AcquireResult& r);
   void storage_write(int c);
   void kill(int c, const std::string& why);
   void close_claim(UserOp& op, Us cap);
