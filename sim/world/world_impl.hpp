@@ -283,6 +283,7 @@ struct NodeState {
   std::uint64_t incarnation = 0;
   Us busy_until = 0;
   Us slow_until = 0;
+  Us slow_queue_until = 0;  // the last reply of a command served slowly leaves then
   Us isolated_until = 0;
   Us odd_until = 0;  // answers requests with odd shapes until then (odd_reply)
   Us down_since = 0;
