@@ -91,6 +91,11 @@ void AcquireMachine::cancel(Errc why, Clock::time_point now, Actions& out) {
 bool AcquireMachine::wake(const std::string* channel, Clock::time_point now, Actions& out) {
   if (finished_) return false;
   noticed_ = true;
+  // A turn on a slot of our semaphore is told on that slot's channel (release.lua): the next
+  // attempt asks for that slot, even when the notice comes while an attempt is on its way.
+  if (permits_ > 0 && channel != nullptr)
+    for (unsigned i = 0; i < permits_; ++i)
+      if (*channel == released_channel(slot_keys_[i])) noticed_slot_ = static_cast<int>(i);
   if (in_attempt_) {
     woken_ = true;
     return true;
@@ -125,6 +130,9 @@ const std::string& AcquireMachine::digest() {
 // `notice`: the channel whose release notice started this attempt, if one did.
 void AcquireMachine::attempt(const std::string* notice, Clock::time_point now, Actions& out) {
   notice_ = notice != nullptr ? *notice : std::string();
+  // A waiter for a permit told of its turn on a slot asks for that slot.
+  if (noticed_slot_ >= 0) ask_slot(static_cast<unsigned>(noticed_slot_));
+  noticed_slot_ = -1;
   // Every attempt has a token of its own: a failed attempt's clean-up may still be on its way
   // when a later attempt is granted, and with one token for both it would delete that grant.
   if (auto ec = ctx_.new_token(token_)) {
@@ -400,7 +408,7 @@ void AcquireMachine::clean_up(const std::vector<std::string>& keys, const std::s
   send.job = id_;
   // A permit's clean-up lets the semaphore's k go where it leaves no slot held (scripts.hpp).
   send.request = std::make_shared<const Request>(
-      permits_ > 0 ? permit_release_request(keys[0], token, /*announce=*/false)
+      permits_ > 0 ? permit_release_request(keys[0], token, /*announce=*/false, line)
                    : release_request(keys, token, /*announce=*/false, line));
   for (std::size_t i = 0; i < ctx_.nodes(); ++i)
     if (spare == nullptr || i >= spare->size() || !(*spare)[i]) send.nodes.push_back(i);
@@ -415,7 +423,7 @@ void AcquireMachine::leave_waiting(Actions& out) {
   send.id = ctx_.next_request();
   send.job = id_;
   send.request =
-      std::make_shared<const Request>(permits_ > 0 ? leave_permit_request(semaphore_[0], ticket_)
+      std::make_shared<const Request>(permits_ > 0 ? leave_permit_request(slot_keys_, ticket_)
                                                    : leave_waiting_request(keys_, ticket_));
   for (std::size_t i = 0; i < ctx_.nodes(); ++i) send.nodes.push_back(i);
   send.reply_wanted = false;
@@ -505,10 +513,11 @@ void AcquireMachine::attempt_failed(AcquireResult r, Clock::time_point now, Acti
     }
   }
   // A waiter for several keys asks again before its sign-ups end on the nodes (keys.hpp).
-  delay = sign_up_refresh(delay, waits_, permits_ > 0 ? std::size_t{2} : keys_.size());
+  delay = sign_up_refresh(delay, waits_, keys_.size());
   if (permits_ > 0) {
     if (!permit_hinted(r.votes.nodes)) hinted_in_a_row_ = 0;
-    ask_slot(next_permit_slot(r.votes.nodes, permits_, ctx_.random()));
+    ask_slot(noticed_slot_ >= 0 ? static_cast<unsigned>(noticed_slot_)
+                                : next_permit_slot(r.votes.nodes, permits_, ctx_.random()));
   }
   auto next = next_attempt(now, deadline_, attempts_, max_attempts_, delay);
   if (!next) {

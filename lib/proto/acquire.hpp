@@ -54,7 +54,7 @@ class AcquireMachine final : public Waiter {
   bool wake(const std::string* channel, Clock::time_point now, Actions& out) override;
   bool busy() const override { return in_attempt_; }
   const std::string& ticket() const override { return ticket_; }
-  bool in_line() const override { return !ticket_.empty() && keys_.size() == 1 && permits_ == 0; }
+  bool in_line() const override { return !ticket_.empty() && keys_.size() == 1; }
 
   // The result was delivered.
   bool finished() const noexcept { return finished_; }
@@ -161,6 +161,7 @@ class AcquireMachine final : public Waiter {
   unsigned permits_ = 0;
   std::vector<std::string> slot_keys_;
   std::vector<std::string> semaphore_;
+  int noticed_slot_ = -1;  // the slot of a turn we were told of, for the next attempt
   unsigned slot_ = 0;
   int hinted_in_a_row_ = 0;
 };

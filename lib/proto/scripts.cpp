@@ -104,16 +104,16 @@ Request permit_request(const std::vector<std::string>& slot_keys, const std::str
 }
 
 Request permit_release_request(const std::string& slot_key, const std::string& token,
-                               bool announce) {
+                               bool announce, const Line* line) {
   Line none{"", "", Milliseconds(0)};
-  Request r = release_request({slot_key}, token, announce, &none);
+  Request r = release_request({slot_key}, token, announce, line != nullptr ? line : &none);
   r.args.emplace_back("permit");
   return r;
 }
 
-Request leave_permit_request(const std::string& key, const std::string& ticket) {
-  Request r = leave_line_request(key, ticket);
-  r.args.emplace_back("signups");
+Request leave_permit_request(const std::vector<std::string>& slot_keys, const std::string& ticket) {
+  Request r = leave_sign_ups_request(slot_keys, ticket);
+  r.args.emplace_back("line");
   return r;
 }
 

@@ -59,12 +59,14 @@ Request permit_request(const std::vector<std::string>& slot_keys, const std::str
 // The release of a permit (Lock::permit): release.lua on its slot key, ARGV[6] 'permit', which
 // lets the semaphore's k go where no slot is held any more. Without `announce`, the clean-up of a
 // failed attempt at a permit: silent, and it lets k go as a release does (a failed attempt's
-// grant on some nodes must not keep another k out for its ttl once every permit is released).
+// grant on some nodes must not keep another k out for its ttl once every permit is released);
+// with `line`, it puts the waiter back in its semaphore's line there, as release_request does.
 Request permit_release_request(const std::string& slot_key, const std::string& token,
-                               bool announce = true);
-// A waiter for a permit that is gone takes its sign-up out of the semaphore's (lock key `key`):
-// release.lua's sign-up form, ARGV[6] 'signups'.
-Request leave_permit_request(const std::string& key, const std::string& ticket);
+                               bool announce = true, const Line* line = nullptr);
+// A waiter for a permit that is gone leaves its semaphore's line (`slot_keys` the k slot keys,
+// slot_key): its place, its turn, and the slot its turn holds, which is then the next one's
+// turn. release.lua's line form, ARGV[6] 'line'.
+Request leave_permit_request(const std::vector<std::string>& slot_keys, const std::string& ticket);
 
 // The quick acquire, one plain command: SET key token NX PX ttl GET (Redis 7.0 or newer).
 // Decoder::quick_acquire. A server too old for it answers "ERR syntax error" (is_syntax_error).

@@ -206,11 +206,16 @@ end
 -- slot_key). An attempt asks for one slot, which is a mutex of its own: the node grants that
 -- slot when it is free, and nothing else, so two holders of one slot are two holders of one
 -- mutex, and there are never more holders than slots. A refusal names the slot's holder, as
--- above, and adds a slot this node saw free (-1: none), a hint for the client's next attempt.
+-- above, and adds a hint for the client's next attempt (-1: none): the slot that holds this
+-- waiter's turn here, else a slot this node saw free.
 -- k is kept in aux(L, 'permits') at least as long as any permit granted or renewed here
 -- (renew.lua): an acquire with another k is refused with {-2, the k kept here}, never granted.
--- A waiter (a ticket in ARGV[4]) signs up in aux(L, 'others'), as a waiter for several keys
--- does, and marks the holder of every slot, whose release then tells it (release.lua).
+-- Waiters (a ticket in ARGV[4], ARGV[7] given) stand in one line for all k slots, the
+-- semaphore's (aux(L, 'queue') by place, aux(L, 'turns')), and mark the holder of every slot.
+-- A freed slot is the turn of the first waiter in line that has no turn yet (release.lua), held
+-- for it as a mutex's free key is (TURN); several waiters have turns at once, one a slot. A
+-- waiter that asks for a free slot while one ahead of it has no turn begins that one's turn on
+-- it; one whose turn is on another slot is passed over, as it has a slot of its own.
 if ARGV[8] ~= nil then
   local k, asked = tonumber(ARGV[8]), tonumber(ARGV[9])
   if not k or k ~= #KEYS or not asked or asked < 0 or asked >= k then
@@ -222,27 +227,75 @@ if ARGV[8] ~= nil then
   if kept and kept ~= ARGV[8] then return {-2, kept} end
   local key = KEYS[asked + 1]
   local holder = redis.call('GET', key)
+  local q, turns = aux(L, 'queue'), aux(L, 'turns')
+  -- This waiter's turn here: the slot asked for holds it, and the line still names it.
+  local mine = lined and holder == TURN .. ticket and try('HGET', turns, ticket)
+  if mine then holder = false end
+  -- Where this waiter has a turn that has not passed (its due time, on this node's clock).
+  local function turn_left(who)
+    local due = tonumber(try('HGET', turns, who))
+    return due and clock() and due > now
+  end
+  local function join_line()
+    if not try('ZADD', q, ARGV[5], ticket) then return false end
+    -- Asking again shows it is alive: a turn of its that passed is over, the next one is new.
+    if not turn_left(ticket) then try('HDEL', turns, ticket) end
+    keep(q, ARGV[6])
+    for _, slot in ipairs(KEYS) do
+      local value = try('GET', slot)
+      if value then mark(slot, value) end
+    end
+    return true
+  end
   if holder then
     local free = -1
     for i = 1, k - 1 do
       local s = (asked + i) % k
-      if try('GET', KEYS[s + 1]) == false then
+      local value = try('GET', KEYS[s + 1])
+      if lined and value == TURN .. ticket and turn_left(ticket) then
+        -- Its turn is on another slot: ask for that one, in line as it is.
+        return {0, redis.call('PTTL', key), holder_name(holder), s}
+      end
+      if value == false and free < 0 then
         free = s
-        break
+        if not lined then break end
       end
     end
-    if ticket ~= '' and clock() then
-      local others = aux(L, 'others')
-      if try('ZADD', others, now + SIGN_UP, ticket) then
-        try('ZREMRANGEBYSCORE', others, '-inf', now)
-        try('PEXPIRE', others, SIGN_UP)
-        for _, slot in ipairs(KEYS) do
-          local value = try('GET', slot)
-          if value then mark(slot, value) end
-        end
-      end
-    end
+    if lined then join_line() end
     return {0, redis.call('PTTL', key), holder_name(holder), free}
+  end
+  -- The slot is free (or holds this waiter's turn). Another waiter's turn comes first: the
+  -- first in line with none yet, before this one in line, and alive (as for a mutex's key).
+  local missed = {}
+  if lined and not mine then
+    for i = 0, 15 + k do
+      local first = try('ZRANGE', q, i, i)
+      local head = first and first[1]
+      if not head or head == ticket or not clock() then break end
+      local due = tonumber(try('HGET', turns, head))
+      local channel = string.match(head, '^(.*)#')
+      if due and due > now then
+        local subs = channel and try('PUBSUB', 'NUMSUB', channel)
+        if not channel or (subs and tonumber(subs[2]) == 0) then table.insert(missed, head) end
+        -- else its turn is on another slot: it is passed over here.
+      elseif due then
+        table.insert(missed, head)
+      else
+        local heard = channel and try('PUBLISH', channel, name(ARGV[1]) .. '|' .. head .. '|' .. key)
+        local length = math.min(tonumber(string.match(head, '@(%d+)$')) or 100, MAX_TURN)
+        if heard and heard > 0 and try('HSET', turns, head, now + length) then
+          try('SET', key, TURN .. head, 'PX', length)
+          keep(turns, math.max(try('PTTL', q) or 0, length))
+          for _, m in ipairs(missed) do
+            try('ZREM', q, m)
+            try('HDEL', turns, m)
+          end
+          join_line()
+          return {0, length, 'turn:' .. string.sub(redis.sha1hex(head), 1, 11), -1}
+        end
+        table.insert(missed, head)
+      end
+    end
   end
   -- The first write, where a node out of memory refuses: nothing is written before it.
   if redis.call('PTTL', permits) < tonumber(ARGV[2]) then
@@ -251,6 +304,19 @@ if ARGV[8] ~= nil then
   redis.call('SET', key, ARGV[1], 'PX', ARGV[2])
   local fence = 0
   if ARGV[3] == '1' then fence = redis.call('INCR', fence_counter(L)) end
+  if lined then
+    -- A turn of this waiter's on another slot ends: that slot is free again.
+    if not mine and try('HGET', turns, ticket) then
+      for _, slot in ipairs(KEYS) do
+        if slot ~= key and try('GET', slot) == TURN .. ticket then try('DEL', slot) end
+      end
+    end
+    table.insert(missed, ticket)
+    for _, m in ipairs(missed) do
+      try('ZREM', q, m)
+      try('HDEL', turns, m)
+    end
+  end
   if ticket ~= '' then sign_off({L}) end
   if waiting(L) then mark(key, ARGV[1]) end
   return {1, fence}

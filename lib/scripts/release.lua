@@ -107,15 +107,23 @@ local function announce(key, asked)
   if time then
     local turns = aux(line, 'turns')
     local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-    for _ = 1, 16 do
-      local first = try('ZRANGE', q, 0, 0)
+    -- A semaphore's line serves k slots: a waiter whose turn holds another slot is passed over
+    -- (acquire.lua), and the freed slot is the turn of the first after it that has none.
+    local semaphore = ARGV[6] == 'permit' or ARGV[6] == 'line' or line ~= key
+        or try('EXISTS', aux(line, 'permits')) == 1
+    local at = 0
+    for _ = 1, 64 do
+      local first = try('ZRANGE', q, at, at)
       local head = first and first[1]
       if not head then break end
       local length = turn_length(head)
       local due = tonumber(try('HGET', turns, head))
       local channel = string.match(head, '^(.*)#')
-      if channel and (not due or due > now) then
-        local heard = try('PUBLISH', channel, name .. '|' .. head .. '|' .. key)
+      if semaphore and due and due > now then
+        at = at + 1
+      else
+        local heard = channel and (not due or due > now)
+            and try('PUBLISH', channel, name .. '|' .. head .. '|' .. key)
         if heard and heard > 0 then
           -- The turns live as long as the line: a missed turn must be seen as missed. Only a
           -- turns key that took the turn is kept (another type there is left as it is). A line
@@ -143,9 +151,9 @@ local function announce(key, asked)
           end
           return
         end
+        try('ZREM', q, head)
+        try('HDEL', turns, head)
       end
-      try('ZREM', q, head)
-      try('HDEL', turns, head)
     end
   end
   redis.pcall('PUBLISH', line .. ':released', name)
@@ -179,7 +187,23 @@ local function mark(key, value)
 end
 
 local ticket = ARGV[3] or ''
-if ticket ~= '' and (#KEYS > 1 or ARGV[6] == 'signups') and ARGV[4] == '' then
+if ticket ~= '' and ARGV[6] == 'line' then
+  -- A waiter for a permit leaves its semaphore's line (KEYS: the k slot keys, acquire.lua): its
+  -- place, its turn, and the slot its turn holds here, which is then the next one's turn.
+  local line = base(KEYS[1])
+  local q = aux(line, 'queue')
+  try('ZREM', q, ticket)
+  try('HDEL', aux(line, 'turns'), ticket)
+  for _, key in ipairs(KEYS) do
+    if try('GET', key) == 'turn\0' .. ticket then
+      try('DEL', key)
+      if try('EXISTS', q) == 1 then
+        name = string.sub(redis.sha1hex(ticket), 1, 16)
+        announce(key, true)
+      end
+    end
+  end
+elseif ticket ~= '' and (#KEYS > 1 or ARGV[6] == 'signups') and ARGV[4] == '' then
   -- The sign-ups left then last as long as the latest of them, not SIGN_UP past this waiter's:
   -- acquire.lua's sign_off, the same steps (each script is loaded on its own), says why.
   local left_in = {}
@@ -199,7 +223,8 @@ if ticket ~= '' and (#KEYS > 1 or ARGV[6] == 'signups') and ARGV[4] == '' then
     end
   end
 elseif ticket ~= '' and #KEYS == 1 then
-  local q = aux(KEYS[1], 'queue')
+  -- The line of the key's lock key (base): a slot's is its semaphore's.
+  local q = aux(base(KEYS[1]), 'queue')
   if ARGV[4] ~= '' then
     if try('ZADD', q, ARGV[4], ticket) then
       local left = try('PTTL', q)
@@ -208,15 +233,17 @@ elseif ticket ~= '' and #KEYS == 1 then
   else
     local first = try('ZRANGE', q, 0, 0)
     try('ZREM', q, ticket)
-    try('HDEL', aux(KEYS[1], 'turns'), ticket)
-    -- A turn of this waiter's that holds the key ends with it: the key is free again.
+    try('HDEL', aux(base(KEYS[1]), 'turns'), ticket)
+    -- A turn of this waiter's that holds the key ends with it: the key is free again, and it is
+    -- the next one's turn even where others stand before it in line (a semaphore's slot).
+    local turn_here = first and try('GET', KEYS[1]) == 'turn\0' .. ticket
     if try('GET', KEYS[1]) == 'turn\0' .. ticket then try('DEL', KEYS[1]) end
     if try('EXISTS', q) == 1 then
       -- false: the key is free; nil: it cannot be read (another type), so neither.
       local value = try('GET', KEYS[1])
       if value then
         mark(KEYS[1], value)
-      elseif value == false and first and first[1] == ticket then
+      elseif value == false and first and (first[1] == ticket or turn_here) then
         name = string.sub(redis.sha1hex(ticket), 1, 16)
         announce(KEYS[1], true)
       end

@@ -182,6 +182,73 @@ TEST(Semaphore, EverySlotsReleaseWakesAWaiter) {
   EXPECT_EQ(slots, (std::set<int>{0, 1, 2}));
 }
 
+// Waiters stand in one line for all k slots (docs/guide-semaphore.md, "Waiting in line"): each
+// freed slot is the turn of the first waiter that has none, in the order they began to wait, and
+// only that waiter is told. Four waiters in four clients, whose fallback timers fire after
+// their wait; k = 2 held for 30 s, released one slot at a time, then each served waiter releases.
+TEST(Semaphore, WaitersAreServedInTheOrderTheyBeganToWaitOneTurnASlot) {
+  RedisCluster cluster(3);
+  Config slow = test::fast_config(cluster);
+  slow.retry_delay = 20'000ms;
+  slow.retry_jitter = 0ms;
+  Client holder(test::fast_config(cluster));
+  std::vector<std::unique_ptr<Client>> clients;
+  for (int i = 0; i < 4; ++i) clients.push_back(std::make_unique<Client>(slow));
+  for (auto& c : clients) ASSERT_TRUE(eventually([&] { return test::connected_to_all(*c); }, 5s));
+  std::vector<Lock> held;
+  for (int i = 0; i < 2; ++i) {
+    auto r = holder.acquire(permit(2, 30'000ms));
+    ASSERT_TRUE(r) << r.message();
+    held.push_back(r.lock);
+  }
+  std::mutex mutex;
+  std::vector<int> order;
+  std::vector<AcquireResult> results(4);
+  std::vector<std::thread> waiters;
+  for (int i = 0; i < 4; ++i) {
+    waiters.emplace_back([&, i] {
+      results[i] = clients[i]->acquire(permit(2, 30'000ms, 8000ms));
+      std::lock_guard<std::mutex> lock(mutex);
+      order.push_back(i);
+    });
+    // Each in line before the next begins (places are microseconds apart otherwise too).
+    ASSERT_TRUE(eventually(
+        [&] {
+          return cluster[0].command({"ZCARD", detail::aux_key("redlock:pool", detail::kQueue)}) ==
+                 std::to_string(i + 1);
+        },
+        5s));
+  }
+  auto served = [&](std::size_t n) {
+    return eventually(
+        [&] {
+          std::lock_guard<std::mutex> lock(mutex);
+          return order.size() >= n;
+        },
+        5s);
+  };
+  ASSERT_TRUE(holder.release(held[0]));
+  ASSERT_TRUE(served(1));
+  ASSERT_TRUE(holder.release(held[1]));
+  ASSERT_TRUE(served(2));
+  std::this_thread::sleep_for(200ms);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    EXPECT_EQ(order, (std::vector<int>{0, 1})) << "one waiter a freed slot, first come first";
+  }
+  // The served release theirs: the next in line, one each.
+  ASSERT_TRUE(clients[0]->release(results[0].lock));
+  ASSERT_TRUE(served(3));
+  ASSERT_TRUE(clients[1]->release(results[1].lock));
+  ASSERT_TRUE(served(4));
+  for (auto& t : waiters) t.join();
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3}));
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(results[i]) << i << ": " << results[i].message();
+  EXPECT_TRUE(clients[2]->release(results[2].lock));
+  EXPECT_TRUE(clients[3]->release(results[3].lock));
+  EXPECT_EQ(cluster[0].command({"EXISTS", detail::aux_key("redlock:pool", detail::kQueue)}), "0");
+}
+
 TEST(Semaphore, ChangingKIsRefusedWhileAPermitOfTheOldKIsHeld) {
   RedisCluster cluster(3);
   Client a(test::fast_config(cluster));
@@ -241,6 +308,10 @@ TEST(Semaphore, APermitRenewsAndKeepsItsSemaphoresK) {
   ASSERT_TRUE(e) << e.message();
   auto permits_key = detail::aux_key("redlock:pool", detail::kPermits);
   for (std::size_t i = 0; i < 3; ++i) {
+    // The calls return at a quorum: the third node's acquire and extend may still be on the way.
+    EXPECT_TRUE(eventually(
+        [&] { return std::stoll(cluster[i].command({"PTTL", slot(r.lock.permit)})) > 10'000; },
+        5s));
     // k first: read earlier, its ttl is the larger if it ends no sooner than the slot.
     auto k_ttl = std::stoll(cluster[i].command({"PTTL", permits_key}));
     auto slot_ttl = std::stoll(cluster[i].command({"PTTL", slot(r.lock.permit)}));
@@ -352,7 +423,7 @@ TEST(Semaphore, AHostileValueInThePermitsKeyIsAnErrorNeverAGrant) {
   EXPECT_GE(wrongtype, 2u) << "the quorum's refusals say why";
 }
 
-// Every key a semaphore creates (its slots, k, the waiters' sign-ups, the fence counter) lies in
+// Every key a semaphore creates (its slots, k, the waiters' line, the fence counter) lies in
 // its lock key's Redis Cluster hash slot, asked of a real cluster-enabled server.
 TEST(Semaphore, EveryKeyOfASemaphoreLiesInItsLockKeysHashSlot) {
   test::RedisServer slots({"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"});
@@ -375,7 +446,7 @@ TEST(Semaphore, EveryKeyOfASemaphoreLiesInItsLockKeysHashSlot) {
     auto waiting = std::thread([&] { waiter.acquire(permit(2, 1000ms, 1500ms, resource)); });
     ASSERT_TRUE(eventually(
         [&] {
-          return cluster[0].command({"EXISTS", detail::aux_key(lock, detail::kOthers)}) == "1";
+          return cluster[0].command({"EXISTS", detail::aux_key(lock, detail::kQueue)}) == "1";
         },
         5s));
     auto keys = cluster[0].keys_of_lock(lock);
@@ -384,7 +455,7 @@ TEST(Semaphore, EveryKeyOfASemaphoreLiesInItsLockKeysHashSlot) {
       std::replace(shown.begin(), shown.end(), '\0', '|');
       EXPECT_EQ(hash_slot(key), hash_slot(lock)) << shown;
     }
-    EXPECT_EQ(keys.size(), 5u) << "slots 0 and 1, k, the sign-ups, the fence counter";
+    EXPECT_EQ(keys.size(), 5u) << "slots 0 and 1, k, the line, the fence counter";
     waiting.join();
   }
 }
