@@ -103,8 +103,8 @@ Request permit_request(const std::vector<std::string>& slot_keys, const std::str
   return r;
 }
 
-Request permit_release_request(const std::string& slot_key, const std::string& token,
-                               bool announce, const Line* line) {
+Request permit_release_request(const std::string& slot_key, const std::string& token, bool announce,
+                               const Line* line) {
   Line none{"", "", Milliseconds(0)};
   Request r = release_request({slot_key}, token, announce, line != nullptr ? line : &none);
   r.args.emplace_back("permit");

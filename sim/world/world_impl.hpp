@@ -443,6 +443,7 @@ class World {
   // end.
   void check_permits_on(std::size_t n);
   void check_permit_holders();
+  void permits_liveness();
 
   RunOptions opt_;
   Rng rng_;
@@ -512,6 +513,10 @@ class World {
   std::vector<Planted> planted_;
   std::set<std::string> reported10_;  // one violation of checker 10 per rule and key
   std::set<std::string> reported11_;  // one violation of checker 11 per rule
+  // Checker 11's liveness: per slot free on every node, since when, and the waiters for a permit
+  // seen meanwhile, (client, op) -> start.
+  std::map<int, Us> slot_free_since_;
+  std::map<int, std::map<std::pair<int, std::uint64_t>, Us>> waited_for_slot_;
   // Per (client, job) of an acquire: true from the time it sends an attempt until it arms a timer
   // for the next one (longer than a fill-in's 1 ms): then it sits between attempts.
   std::map<std::pair<int, std::uint64_t>, bool> attempting_;

@@ -310,7 +310,9 @@ TEST(Semaphore, APermitRenewsAndKeepsItsSemaphoresK) {
   for (std::size_t i = 0; i < 3; ++i) {
     // The calls return at a quorum: the third node's acquire and extend may still be on the way.
     EXPECT_TRUE(eventually(
-        [&] { return std::stoll(cluster[i].command({"PTTL", slot(r.lock.permit)})) > 10'000; },
+        [&] {
+          return std::stoll(cluster[i].command({"PTTL", slot(r.lock.permit)})) > 10'000;
+        },
         5s));
     // k first: read earlier, its ttl is the larger if it ends no sooner than the slot.
     auto k_ttl = std::stoll(cluster[i].command({"PTTL", permits_key}));

@@ -47,6 +47,7 @@ void World::liveness_probe() {
       }
     }
   }
+  if (on("permits")) permits_liveness();
   if (now_ < faulty_until_) {
     free_since_.clear();
     waited_while_free_.clear();

@@ -1,6 +1,7 @@
 // Checker 11 (docs/simulation.md, "The checkers"): a semaphore of k permits never has more than k
 // holders, never two holders of one slot, and never holders of two numbers of permits at once;
-// and on every node, a slot that is held keeps its semaphore's k at least as long.
+// on every node, a slot that is held keeps its semaphore's k at least as long; and a free slot
+// goes to a live waiter within a bound.
 
 #include "../world_impl.hpp"
 
@@ -86,6 +87,71 @@ void World::check_permit_holders() {
       report("count", std::to_string(holders) + " clients hold a permit of " + x->resources[0] +
                           " at " + fmt_t(x->start) + ", more than its k=" +
                           std::to_string(x->permits) + " (the latest: " + who(*x) + ")");
+  }
+}
+
+// While the run goes on (from liveness_probe, every 25 ms): where no fault is on, a slot of the
+// semaphore (0..k-1 of the workload's k) that is free on every node, or holds only a waiter's
+// turn, is granted to a live waiter for a permit of that k within checker 4's bound, by the same
+// arithmetic: bound_free_ (a turn nobody takes ends within the turn cap; the next is told, asks
+// and is answered; a waiter whose notice was lost asks again within its retry delay), the
+// waiter's own two request timeouts, and one turn, notice and request for each live waiter that
+// began to wait before it (each may let a turn run out first, on this slot or another). Not
+// while a node keeps another number of permits: a waiter of the workload's k is then refused.
+void World::permits_liveness() {
+  std::string lock = prefix_ + kSemaphore;
+  bool calm = now_ >= faulty_until_;
+  for (std::size_t n = 0; n < nodes_.size() && calm; ++n) {
+    if (!nodes_[n].up) {
+      calm = false;
+      break;
+    }
+    auto kept = nodes_[n].redis->key(aux_of(lock, "permits"), node_ms(n));
+    calm = !kept || (kept->type == KeyType::string && kept->value.str == std::to_string(permits_));
+  }
+  if (!calm) {
+    slot_free_since_.clear();
+    waited_for_slot_.clear();
+    return;
+  }
+  for (int slot = 0; slot < permits_; ++slot) {
+    bool free = true;
+    for (std::size_t n = 0; n < nodes_.size() && free; ++n) {
+      auto k = nodes_[n].redis->key(slot_of(lock, slot), node_ms(n));
+      free = !k || (k->type == KeyType::string && is_turn(k->value.str));
+    }
+    if (!free) {
+      slot_free_since_.erase(slot);
+      waited_for_slot_.erase(slot);
+      continue;
+    }
+    Us since = slot_free_since_.emplace(slot, now_).first->second;
+    auto waits = [&](const ClientState& cl) {
+      return cl.alive && cl.has_op && cl.op.kind == OpKind::permit && cl.op.waiting &&
+             cl.op.permits == permits_;
+    };
+    auto& seen = waited_for_slot_[slot];
+    for (const auto& cl : clients_)
+      if (waits(cl)) seen[{cl.index, cl.op.step}] = cl.op.wait_start;
+    if (now_ - since < bound_free_ || reported11_.count("free") != 0) continue;
+    for (const auto& cl : clients_) {
+      const auto& op = cl.op;
+      if (!waits(cl) || op.wait_start > since || op.wait_deadline_true < now_ + 10 * kMs ||
+          cl.paused_until > since)
+        continue;
+      std::size_t ahead = 0;
+      for (const auto& [who, began] : seen)
+        if (who.first != cl.index && began < op.wait_start) ++ahead;
+      Us bound = bound_free_ + 2 * (cl.config.request_timeout.count() - 200) * kMs +
+                 static_cast<Us>(ahead) * (kTurnCap + 2 * 200 * kMs);
+      if (now_ - since < bound) continue;
+      reported11_.insert("free");
+      violation("checker 11: slot " + std::to_string(slot) + " of " + kSemaphore +
+                " free on every node since " + fmt_t(since) + " (" +
+                std::to_string((now_ - since) / kMs) + " ms, bound " + std::to_string(bound / kMs) +
+                " ms) while c" + std::to_string(cl.index) + " waits for a permit");
+      break;
+    }
   }
 }
 
