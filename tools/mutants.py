@@ -220,6 +220,11 @@ MUTANTS = [
      "if (permits_ > 0) r.lock.permit = static_cast<int>(slot_);",
      "if (permits_ > 0) r.lock.permit = static_cast<int>((slot_ + 1) % permits_);",
      "a permit's grant names another slot than the one the nodes granted"),
+    ("permit_turn_outlives_listener", "lib/scripts/acquire.lua",
+     "if try('HGET', turns, other) and (not channel or (subs and tonumber(subs[2]) == 0)) then",
+     "if false then",
+     "a slot held by the turn of a waiter whose client no longer listens refuses every waiter "
+     "until the turn runs out"),
     ("permit_release_drops_k", "lib/scripts/release.lua",
      "if try('EXISTS', unpack(slots)) == 0 then try('DEL', permits) end",
      "try('DEL', permits)",

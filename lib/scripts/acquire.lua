@@ -231,6 +231,19 @@ if ARGV[8] ~= nil then
   -- This waiter's turn here: the slot asked for holds it, and the line still names it.
   local mine = lined and holder == TURN .. ticket and try('HGET', turns, ticket)
   if mine then holder = false end
+  -- Another waiter's turn whose client no longer listens passes at once, as a mutex's does: to
+  -- a waiter, the slot is free (the turn's waiter leaves the line with the grant, below).
+  local missed = {}
+  local keeps = ARGV[7] ~= nil  -- keeps to the line (a waiter, or a try through the script)
+  if keeps and holder and not mine and string.sub(holder, 1, #TURN) == TURN then
+    local other = string.sub(holder, #TURN + 1)
+    local channel = string.match(other, '^(.*)#')
+    local subs = channel and try('PUBSUB', 'NUMSUB', channel)
+    if try('HGET', turns, other) and (not channel or (subs and tonumber(subs[2]) == 0)) then
+      table.insert(missed, other)
+      holder = false
+    end
+  end
   -- Where this waiter has a turn that has not passed (its due time, on this node's clock).
   local function turn_left(who)
     local due = tonumber(try('HGET', turns, who))
@@ -265,9 +278,9 @@ if ARGV[8] ~= nil then
     return {0, redis.call('PTTL', key), holder_name(holder), free}
   end
   -- The slot is free (or holds this waiter's turn). Another waiter's turn comes first: the
-  -- first in line with none yet, before this one in line, and alive (as for a mutex's key).
-  local missed = {}
-  if lined and not mine then
+  -- first in line with none yet, before this one in line (if it is), and alive (as for a
+  -- mutex's key, a try through the script keeps to the line too).
+  if keeps and not mine then
     for i = 0, 15 + k do
       local first = try('ZRANGE', q, i, i)
       local head = first and first[1]
@@ -290,7 +303,7 @@ if ARGV[8] ~= nil then
             try('ZREM', q, m)
             try('HDEL', turns, m)
           end
-          join_line()
+          if lined then join_line() end
           return {0, length, 'turn:' .. string.sub(redis.sha1hex(head), 1, 11), -1}
         end
         table.insert(missed, head)
@@ -304,14 +317,14 @@ if ARGV[8] ~= nil then
   redis.call('SET', key, ARGV[1], 'PX', ARGV[2])
   local fence = 0
   if ARGV[3] == '1' then fence = redis.call('INCR', fence_counter(L)) end
-  if lined then
+  if keeps then
     -- A turn of this waiter's on another slot ends: that slot is free again.
-    if not mine and try('HGET', turns, ticket) then
+    if lined and not mine and try('HGET', turns, ticket) then
       for _, slot in ipairs(KEYS) do
         if slot ~= key and try('GET', slot) == TURN .. ticket then try('DEL', slot) end
       end
     end
-    table.insert(missed, ticket)
+    if lined then table.insert(missed, ticket) end
     for _, m in ipairs(missed) do
       try('ZREM', q, m)
       try('HDEL', turns, m)

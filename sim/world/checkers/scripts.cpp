@@ -109,10 +109,11 @@ void World::check_script(int c, std::size_t n, const std::vector<std::string>& a
     }
 
   // An acquire refused for another waiter's turn: that turn is at most the cap, and somebody
-  // still listens on its ticket's channel (a turn whose listener left passes at once).
-  if (acquire && !granted && reply.kind == Value::Kind::array && reply.items.size() == 3 &&
-      reply.items[2].kind == Value::Kind::bulk && reply.items[2].str.rfind("turn:", 0) == 0 &&
-      keys.size() == 1) {
+  // still listens on its ticket's channel (a turn whose listener left passes at once). A permit's
+  // refusal has a fourth item (the hint), and its line is its semaphore's (keys[0]).
+  if (acquire && !granted && reply.kind == Value::Kind::array &&
+      reply.items.size() == (permit ? 4u : 3u) && reply.items[2].kind == Value::Kind::bulk &&
+      reply.items[2].str.rfind("turn:", 0) == 0 && (keys.size() == 1 || permit)) {
     if (reply.items[1].number > kTurnCapMs)
       report("cap", keys[0],
              "refused for a turn of " + std::to_string(reply.items[1].number) + " ms");
