@@ -158,7 +158,7 @@ class Node {
     bool timed_out;  // its deadline passed; the connection is being closed for it
   };
 
-  class Conn;  // one connection's session state (node.cpp)
+  class Conn;  // one connection's session state (node_conn.hpp)
 
   // From a connection's transport.
   void on_open(Conn& conn);
@@ -201,6 +201,8 @@ class Node {
   void fail_held(std::error_code error, const std::string& detail);
   // One reply, in order, read at `received_ns` (uv_hrtime). False when it closed the connection.
   bool handle_reply(Conn& conn, const redisReply* reply, std::uint64_t received_ns);
+  // A reply to AUTH, SELECT or INFO. False when it closed the connection.
+  bool handle_handshake_reply(Conn& conn, const Pending& p, const redisReply* reply);
   void handle_push(const redisReply* reply);
   void check_timeouts();
   // Closes the current connection and fails what it had in flight; then opens a replacement
