@@ -72,6 +72,18 @@ Client::Impl::Impl(Config config)
       [link = std::weak_ptr<detail::ClientLink>(link_)](std::function<void()> task) {
         detail::post_via(link, [task = std::move(task)](detail::LockHost&) { task(); });
       });
+  std::vector<const detail::Node*> nodes;
+  for (const auto& n : coordinator_.nodes()) nodes.push_back(n.get());
+  detail::Lane::Loop to_loop;
+  to_loop.release = [this](std::size_t node, std::shared_ptr<const detail::proto::Request> r) {
+    loop_.post([this, node, r = std::move(r)]() mutable {
+      coordinator_.send_release(node, std::move(r));
+    });
+  };
+  to_loop.votes = [this](std::size_t node) {
+    loop_.post([this, node] { coordinator_.lane_votes(node); });
+  };
+  lane_ = std::make_unique<detail::Lane>(config_, std::move(nodes), std::move(to_loop));
   loop_.start();
   loop_.post([this] { coordinator_.start(); });
 }
@@ -223,7 +235,15 @@ void Client::status_async(StatusCallback done) {
                [shared] { (*shared)({}); });
 }
 
+// The blocking calls try the caller's lane first (lane.hpp): served there, or not at all (the
+// loop then serves them, as it does a call made from the loop thread or with invalid input).
 AcquireResult Client::acquire(AcquireRequest request) {
+  if (!impl_->loop_.in_loop_thread()) {
+    const auto& config = impl_->config_;
+    Milliseconds ttl = request.ttl.value_or(config.ttl);
+    if (check_request(request, ttl, config).empty())
+      if (auto r = impl_->lane_->acquire(request, ttl)) return std::move(*r);
+  }
   return impl_->wait<AcquireResult>(
       [&](AcquireCallback done) { acquire_async(std::move(request), std::move(done)); });
 }
@@ -243,8 +263,13 @@ AcquireResult Client::acquire(std::string_view resource, Milliseconds ttl, Milli
 ExtendResult Client::extend(Lock& lock) { return extend(lock, lock.ttl); }
 
 ExtendResult Client::extend(Lock& lock, Milliseconds ttl) {
-  auto r = impl_->wait<ExtendResult>(
-      [&](ExtendCallback done) { extend_async(lock, ttl, std::move(done)); });
+  std::optional<ExtendResult> on_lane;
+  if (!impl_->loop_.in_loop_thread() && check_resources(lock.resources).empty() &&
+      check_ttl(ttl, impl_->config_).empty() && !lock.token.empty())
+    on_lane = impl_->lane_->extend(lock, ttl);
+  auto r = on_lane ? std::move(*on_lane) : impl_->wait<ExtendResult>([&](ExtendCallback done) {
+    extend_async(lock, ttl, std::move(done));
+  });
   if (r.ok()) {
     lock.valid_until = r.valid_until;
     lock.ttl = ttl;
@@ -253,6 +278,9 @@ ExtendResult Client::extend(Lock& lock, Milliseconds ttl) {
 }
 
 ReleaseResult Client::release(const Lock& lock) {
+  if (!impl_->loop_.in_loop_thread() && check_resources(lock.resources).empty() &&
+      !lock.token.empty())
+    if (auto r = impl_->lane_->release(lock)) return std::move(*r);
   return impl_->wait<ReleaseResult>(
       [&](ReleaseCallback done) { release_async(lock, std::move(done)); });
 }

@@ -330,6 +330,17 @@ void Coordinator::release_lease(const std::shared_ptr<Lease>& lease, Client::Rel
   release(std::move(lock), std::move(done), lease);
 }
 
+void Coordinator::send_release(std::size_t node, std::shared_ptr<const proto::Request> request) {
+  if (nodes_closed_ || node >= nodes_.size()) return;
+  proto::Send send;
+  send.id = proto_->next_request();
+  send.request = std::move(request);
+  send.nodes = {node};
+  send.reply_wanted = false;
+  ++live_requests_;
+  InFlight::start(nodes_, loop_, send, Route{Route::To::release, 0}, *this);
+}
+
 void Coordinator::status(Client::StatusCallback done) {
   StatusQuery::start(nodes_, loop_, std::move(done));
 }

@@ -51,6 +51,15 @@ class Coordinator final : JobHost, VoteSink, MessageSink {
   // Stops watching a held lock, then releases it.
   void release_lease(const std::shared_ptr<Lease>& lease, Client::ReleaseCallback done);
   void status(Client::StatusCallback done);
+  // A release the caller's lane sent to `node` without learning its outcome: sent again here,
+  // nobody waiting for it (a node that cannot take it keeps it for its next session).
+  void send_release(std::size_t node, std::shared_ptr<const proto::Request> request);
+  // The caller's lane asks node `node` to vote (Node::lane_votes).
+  void lane_votes(std::size_t node) {
+    if (!nodes_closed_ && node < nodes_.size()) nodes_[node]->lane_votes();
+  }
+  // The data nodes, for the lane (which reads only their session views). Never changes.
+  const std::vector<std::unique_ptr<Node>>& nodes() const noexcept { return nodes_; }
 
  private:
   struct LockNote;

@@ -36,12 +36,8 @@ Node::Node(uv_loop_t* loop, std::size_t index, NodeAddress address, const Config
   uv_idle_init(loop_, &poll_now_);
   uv_check_init(loop_, &after_poll_);
   after_poll_.data = this;
-  if (!address_.password.empty()) {
-    auth_.args = {"AUTH"};
-    if (!address_.user.empty()) auth_.args.push_back(address_.user);
-    auth_.args.push_back(address_.password);
-  }
-  if (address_.db != 0) select_.args = {"SELECT", std::to_string(address_.db)};
+  auth_.args = auth_argv(address_);
+  select_.args = select_argv(address_);
   // A subscriber only hears release notices: the safeguards are for the nodes that vote.
   if (subscriber_ == nullptr &&
       (config_.check_role || config_.check_duplicates || config_.check_persistence ||
@@ -74,9 +70,31 @@ std::uint64_t Node::request_deadline() const {
 // ---------------------------------------------------------------------------------------------
 // Shutdown
 
+SessionView Node::session_view() const {
+  std::lock_guard<std::mutex> lock(view_mutex_);
+  return view_;
+}
+
+void Node::publish_session(bool open) {
+  SessionView view;
+  if (open && subscriber_ == nullptr && current_ != nullptr) {
+    view.in_session = true;
+    view.ip = current_->ip;
+    view.run_id = run_id_;
+    const auto now = uv_now(loop_);
+    view.eligible_from = std::chrono::steady_clock::now() +
+                         Milliseconds(eligible_at_ > now ? eligible_at_ - now : 0);
+    view.guarded = eligible_at_ > now;
+  }
+  std::lock_guard<std::mutex> lock(view_mutex_);
+  view_ = std::move(view);
+  view_epoch_.fetch_add(1, std::memory_order_release);
+}
+
 void Node::shutdown() {
   if (state_ == State::shut_down) return;
   state_ = State::shut_down;
+  publish_session(false);
   if (server_ids_ != nullptr) server_ids_->release(index_);
   if (resolving_) uv_cancel(reinterpret_cast<uv_req_t*>(&resolve_));
   uv_timer_stop(&request_timer_);

@@ -50,6 +50,7 @@ class Node::Conn final : public TransportEvents {
   explicit Conn(Node& owner) : node(owner) {}
 
   Node& node;
+  std::string ip;                  // the numeric address it connects to
   Transport* transport = nullptr;  // set once opened; closed (never null) when `closed`
   ReplyReader reader;
   Fifo<Pending> pending;           // issued, in order, awaiting their replies

@@ -78,6 +78,8 @@ void Node::connect_to(const std::string& ip) {
     return;
   }
   auto conn = std::make_unique<Conn>(*this);
+  conn->ip = ip;
+  run_id_.clear();  // this connection's INFO tells it
   std::string error;
   // rediss://: TLS (tls.hpp), whose handshake ends before the transport opens; else plain TCP.
   std::error_code pump_error;
@@ -137,6 +139,7 @@ void Node::on_conn_closed(Conn& conn) {
 
 void Node::close_current(std::error_code reason, std::string detail) {
   if (server_ids_ != nullptr) server_ids_->release(index_);
+  publish_session(false);  // the lane stops using it before anything else is said
   Conn& old = *current_;
   old.closed = true;
   old.transport->close();  // freed when its transport is gone (on_conn_closed)

@@ -31,6 +31,29 @@ bool info_refused(const redisReply* reply) {
 
 }  // namespace
 
+std::vector<std::string> auth_argv(const NodeAddress& address) {
+  if (address.password.empty()) return {};
+  std::vector<std::string> args{"AUTH"};
+  if (!address.user.empty()) args.push_back(address.user);
+  args.push_back(address.password);
+  return args;
+}
+
+std::vector<std::string> select_argv(const NodeAddress& address) {
+  if (address.db == 0) return {};
+  return {"SELECT", std::to_string(address.db)};
+}
+
+std::error_code handshake_error(bool to_auth, std::string_view text) {
+  auto ec = error_from_reply_text(text);
+  // A plain ERR to AUTH is a refused password, unless it is the server's greeting of a
+  // connection it will not serve (maxclients), which answers whatever came first.
+  if (to_auth && ec == make_error_code(Errc::redis_error) &&
+      text.rfind("ERR max number of clients", 0) != 0)
+    ec = make_error_code(Errc::redis_auth_failed);
+  return ec;
+}
+
 // A reply to AUTH, SELECT or INFO. False when it closed the connection.
 bool Node::handle_handshake_reply(Conn& conn, const Pending& p, const redisReply* reply) {
   if (reply->type == REDIS_REPLY_ERROR && p.command == &info_ && info_refused(reply)) {
@@ -42,12 +65,7 @@ bool Node::handle_handshake_reply(Conn& conn, const Pending& p, const redisReply
     unknown_age();
   } else if (reply->type == REDIS_REPLY_ERROR) {
     std::string text(reply->str, reply->len);
-    auto ec = error_from_reply_text(text);
-    // A plain ERR to AUTH is a refused password, unless it is the server's greeting of a
-    // connection it will not serve (maxclients), which answers whatever came first.
-    if (p.command == &auth_ && ec == make_error_code(Errc::redis_error) &&
-        text.rfind("ERR max number of clients", 0) != 0)
-      ec = make_error_code(Errc::redis_auth_failed);
+    auto ec = handshake_error(p.command == &auth_, text);
     // Never answered: the connect backs off, and every command that waited for this
     // session fails without having been sent.
     std::string why = p.command->args.front() + ": " + text;
@@ -65,6 +83,7 @@ void Node::begin_session(Conn& conn) {
   conn.in_session = true;
   state_ = State::ready;
   note_error({}, "");
+  publish_session(true);
   if (ask_fsync_) {
     Argv argv;
     argv.push("CONFIG");
@@ -157,6 +176,7 @@ bool Node::apply_info(Conn& conn, const redisReply* reply) {
   }
   if (server_ids_ != nullptr && !facts.run_id.empty() && config_.check_duplicates)
     server_ids_->claim(facts.run_id, index_, label_);
+  run_id_ = facts.run_id;
   uptime_s_ = facts.uptime_s.value_or(0);
   eligible_at_ = uv_now(loop_) + static_cast<std::uint64_t>(verdict.ineligible_for.count());
   ask_fsync_ = verdict.ask_fsync;

@@ -56,12 +56,11 @@ SessionPhase Node::phase() const noexcept {
   return current_ != nullptr ? SessionPhase::handshake : SessionPhase::connecting;
 }
 
-bool Node::issue(Conn& conn, const Pending& p) {
+bool format_command(std::string& out, const Command& c, bool as_eval) {
   Argv argv;
-  const Command& c = *p.command;
   char numkeys[24];
   if (c.script != nullptr) {
-    if (p.as_eval) {
+    if (as_eval) {
       argv.push("EVAL");
       argv.push(c.script->body);
     } else {
@@ -75,7 +74,11 @@ bool Node::issue(Conn& conn, const Pending& p) {
     for (const auto& k : keys) argv.push(k);
   }
   for (const auto& a : c.arg_list()) argv.push(a);
-  if (!append_command(conn.transport->output(), argv)) return false;
+  return append_command(out, argv);
+}
+
+bool Node::issue(Conn& conn, const Pending& p) {
+  if (!format_command(conn.transport->output(), *p.command, p.as_eval)) return false;
   conn.pending.push_back(p);
   if (p.deadline_ms != 0) arm_request_timer(p.deadline_ms);
   conn.transport->flush_soon();  // everything issued in this loop turn leaves in one write

@@ -1,0 +1,501 @@
+#include "lane.hpp"
+
+#include <hiredis/hiredis.h>
+#include <poll.h>
+
+#include <algorithm>
+#include <utility>
+#include <variant>
+
+#include "../core/observe.hpp"
+#include "../core/session.hpp"
+#include "../core/token.hpp"
+#include "../proto/acquire.hpp"
+#include "../proto/scripts.hpp"
+#include "../proto/single.hpp"
+#include "in_flight.hpp"
+
+namespace redlock::detail {
+
+using std::chrono::microseconds;
+
+LaneCounters& lane_counters() noexcept {
+  static LaneCounters counters;
+  return counters;
+}
+
+namespace {
+
+std::string ms_text(Milliseconds d) { return std::to_string(d.count()) + "ms"; }
+
+}  // namespace
+
+// One request on a lane connection, awaiting its reply (replies come in order).
+struct LanePending {
+  proto::RequestId id = 0;
+  std::shared_ptr<const proto::Request> request;  // null: SCRIPT LOAD (its reply is not needed)
+  bool wanted = true;
+  bool as_eval = false;
+  std::chrono::steady_clock::time_point sent{};
+  std::chrono::steady_clock::time_point deadline{};
+};
+
+// One node: the loop's session it follows, and the lane's connection to it.
+struct Lane::Slot {
+  const Node* node = nullptr;
+  const NodeAddress* address = nullptr;
+  std::uint64_t epoch = ~std::uint64_t{0};  // of the session view below
+  bool usable = false;                      // in session, verified (run_id known), not TLS
+  std::string ip, run_id;
+  Clock::time_point eligible_from{};
+  bool guarded = false;  // its session began under the restart guard: the loop tells `connected`
+  LaneSocket socket;
+  std::deque<LanePending> pending;
+  bool dirty = false;  // output waits for flush
+};
+
+// The machine a call drives: its replies, its timers, and whether it needs anything more.
+struct Lane::Target {
+  std::function<void(proto::RequestId, std::size_t, std::vector<NodeVote>, Clock::time_point,
+                     proto::Actions&)>
+      reply;
+  std::function<void(proto::TimerId, Clock::time_point, proto::Actions&)> timer;
+  std::function<bool()> done;
+};
+
+// One call's state while it is driven.
+struct Lane::Call {
+  Target target;
+  std::vector<std::pair<proto::TimerId, Clock::time_point>> timers;
+  // Votes of nodes that failed, reported after the actions that caused them were carried out.
+  struct Failure {
+    proto::RequestId id;
+    std::size_t node;
+    std::vector<NodeVote> votes;
+  };
+  std::vector<Failure> failures;
+  std::optional<AcquireResult> acquired;
+  std::optional<ExtendResult> extended;
+  std::optional<ReleaseResult> released;
+};
+
+Lane::Lane(const Config& config, std::vector<const Node*> nodes, Loop loop)
+    : config_(config), loop_(std::move(loop)), rng_(random_seed()) {
+  auto addresses = std::make_shared<std::vector<std::string>>();
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    auto slot = std::make_unique<Slot>();
+    slot->node = nodes[i];
+    slot->address = &config_.nodes[i];
+    addresses->push_back(nodes[i]->address());
+    slots_.push_back(std::move(slot));
+  }
+  // A context of its own: the loop's is the loop thread's. Its ids never meet the loop's; its
+  // quick-acquire switch learns on its own (the fallback is the machine's, as on the loop).
+  auto channel = proto::turn_channel_name(config_.key_prefix, rng_());
+  proto_ = std::make_unique<proto::Context>(
+      config_, nodes.size(), std::move(channel), [](std::string& out) { return new_token(out); },
+      [this] { return rng_(); }, std::move(addresses));
+}
+
+Lane::~Lane() = default;
+
+bool Lane::ready(Clock::time_point now) {
+  // The loop's sessions: cheap to check (an atomic per node) unless one changed.
+  for (auto& s : slots_) {
+    auto epoch = s->node->session_epoch();
+    if (epoch != s->epoch) {
+      auto view = s->node->session_view();
+      s->epoch = epoch;
+      s->usable = view.in_session && !view.run_id.empty() && !s->address->tls;
+      s->ip = std::move(view.ip);
+      s->run_id = std::move(view.run_id);
+      s->eligible_from = view.eligible_from;
+      s->guarded = view.guarded;
+      if (s->socket.is_open() && (s->socket.ip() != s->ip || s->socket.run_id() != s->run_id))
+        s->socket.close();  // another server, or another address: open again
+    }
+    if (!s->usable || now < s->eligible_from) return false;
+  }
+  for (std::size_t i = 0; i < slots_.size(); ++i)
+    if (slots_[i]->guarded) {
+      slots_[i]->guarded = false;
+      loop_.votes(i);
+    }
+  // An idle lane connection that is readable was closed by the server (or is out of step): it
+  // is opened again below rather than failing this call's request.
+  fds_.clear();
+  fd_slot_.clear();
+  for (std::size_t i = 0; i < slots_.size(); ++i)
+    if (slots_[i]->socket.is_open()) {
+      fds_.push_back(pollfd{slots_[i]->socket.fd(), POLLIN, 0});
+      fd_slot_.push_back(i);
+    }
+  if (!fds_.empty() && ::poll(fds_.data(), fds_.size(), 0) > 0)
+    for (std::size_t k = 0; k < fds_.size(); ++k)
+      if (fds_[k].revents != 0) slots_[fd_slot_[k]]->socket.close();
+  const auto open_within = std::min(config_.connect_timeout, config_.request_timeout);
+  for (auto& s : slots_) {
+    if (s->socket.is_open()) continue;
+    std::string detail;
+    if (s->socket.open(*s->address, s->ip, s->run_id, Clock::now() + open_within, detail))
+      return false;  // this call goes to the loop; the next one tries again
+    lane_counters().opened.fetch_add(1, std::memory_order_relaxed);
+  }
+  return true;
+}
+
+void Lane::drive(Call& call, proto::Actions& first) {
+  const auto timeout = config_.request_timeout;
+  // Closes a node's connection and fails what it had on the way: a release of unknown outcome
+  // goes to the loop, which sends it again.
+  auto fail_slot = [&](std::size_t i, std::error_code error, const std::string& detail) {
+    auto& s = *slots_[i];
+    s.socket.close();
+    s.dirty = false;
+    auto pending = std::move(s.pending);
+    s.pending.clear();
+    for (auto& p : pending) {
+      if (p.request == nullptr) continue;
+      if (p.request->script == proto::ScriptId::release) loop_.release(i, p.request);
+      if (p.wanted) {
+        auto votes = proto::failed_votes(p.request->items, error, detail);
+        for (auto& v : votes)
+          v.latency = std::chrono::duration_cast<microseconds>(Clock::now() - p.sent);
+        call.failures.push_back({p.id, i, std::move(votes)});
+      }
+    }
+  };
+  auto write = [&](std::size_t i, const proto::Request& request, bool as_eval) {
+    Command command;
+    command.script = script_of(request.script);
+    command.keys_of = &request.keys;
+    command.args_of = &request.args;
+    return format_command(slots_[i]->socket.output(), command, as_eval);
+  };
+  auto flush = [&] {
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+      auto& s = *slots_[i];
+      if (!s.dirty) continue;
+      s.dirty = false;
+      std::string detail;
+      if (auto ec = s.socket.flush(Clock::now() + timeout, detail)) fail_slot(i, ec, detail);
+    }
+  };
+  // Carries out a machine's actions, in order; every Send's nodes are written before any
+  // failure is reported.
+  auto run = [&](proto::Actions& actions) {
+    for (auto& action : actions) {
+      if (auto* send = std::get_if<proto::Send>(&action)) {
+        const auto now = Clock::now();
+        for (auto i : send->nodes) {
+          auto& s = *slots_[i];
+          if (!s.socket.is_open() || !write(i, *send->request, false)) {
+            if (send->request->script == proto::ScriptId::release) loop_.release(i, send->request);
+            if (send->reply_wanted)
+              call.failures.push_back(
+                  {send->id, i,
+                   proto::failed_votes(send->request->items, make_error_code(Errc::connection_lost),
+                                       "the lane's connection failed earlier in this call")});
+            continue;
+          }
+          s.pending.push_back(
+              LanePending{send->id, send->request, send->reply_wanted, false, now, now + timeout});
+          s.dirty = true;
+        }
+      } else if (auto* arm = std::get_if<proto::ArmTimer>(&action)) {
+        auto it = std::find_if(call.timers.begin(), call.timers.end(),
+                               [&](const auto& t) { return t.first == arm->id; });
+        if (it != call.timers.end())
+          it->second = arm->at;
+        else
+          call.timers.emplace_back(arm->id, arm->at);
+      } else if (auto* stop = std::get_if<proto::CancelTimer>(&action)) {
+        call.timers.erase(std::remove_if(call.timers.begin(), call.timers.end(),
+                                         [&](const auto& t) { return t.first == stop->id; }),
+                          call.timers.end());
+      } else if (auto* got = std::get_if<proto::DeliverAcquire>(&action)) {
+        call.acquired = std::move(got->result);
+      } else if (auto* ext = std::get_if<proto::DeliverExtend>(&action)) {
+        call.extended = std::move(ext->result);
+      } else if (auto* rel = std::get_if<proto::DeliverRelease>(&action)) {
+        call.released = std::move(rel->result);
+      }
+      // Subscribe, Unsubscribe, WaitBegan: only a waiter's, which never runs here. Renewed,
+      // Lost, RenewDecided: the watchdog's, on the loop.
+    }
+    actions.clear();
+    flush();
+  };
+
+  proto::Actions out;
+  run(first);
+  auto& fds = fds_;
+  auto& fd_slot = fd_slot_;
+  for (;;) {
+    while (!call.failures.empty()) {
+      std::vector<Call::Failure> failures;
+      std::swap(failures, call.failures);
+      for (auto& f : failures) {
+        call.target.reply(f.id, f.node, std::move(f.votes), Clock::now(), out);
+        run(out);
+      }
+    }
+    const bool done = call.target.done();
+    bool waiting = false;
+    auto wake = Clock::time_point::max();
+    for (auto& s : slots_)
+      for (auto& p : s->pending) {
+        waiting = true;
+        wake = std::min(wake, p.deadline);
+      }
+    if (!done)
+      for (auto& t : call.timers) wake = std::min(wake, t.second);
+    if (!waiting && (done || call.timers.empty())) break;  // nothing more can happen
+
+    auto now = Clock::now();
+    if (!done) {
+      auto due = std::find_if(call.timers.begin(), call.timers.end(),
+                              [&](const auto& t) { return t.second <= now; });
+      if (due != call.timers.end()) {
+        auto id = due->first;
+        call.timers.erase(due);
+        call.target.timer(id, now, out);
+        run(out);
+        continue;
+      }
+    }
+    bool expired = false;
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+      auto& s = *slots_[i];
+      if (!s.pending.empty() &&
+          std::any_of(s.pending.begin(), s.pending.end(),
+                      [&](const LanePending& p) { return p.deadline <= now; })) {
+        // Replies come in order: once one is late, nothing more on this connection is trusted.
+        fail_slot(i, make_error_code(Errc::request_timeout), "no reply within " + ms_text(timeout));
+        expired = true;
+      }
+    }
+    if (expired) continue;
+
+    fds.clear();
+    fd_slot.clear();
+    for (std::size_t i = 0; i < slots_.size(); ++i)
+      if (!slots_[i]->pending.empty()) {
+        fds.push_back(pollfd{slots_[i]->socket.fd(), POLLIN, 0});
+        fd_slot.push_back(i);
+      }
+    auto left = std::chrono::ceil<Milliseconds>(wake - now).count();
+    int rc =
+        ::poll(fds.data(), fds.size(), static_cast<int>(std::clamp<long long>(left, 0, 1 << 30)));
+    if (rc <= 0) continue;  // a deadline or a timer is due (or EINTR): judged above
+    for (std::size_t k = 0; k < fds.size(); ++k) {
+      if (fds[k].revents == 0) continue;
+      const std::size_t i = fd_slot[k];
+      auto& s = *slots_[i];
+      std::string detail;
+      if (auto ec = s.socket.receive(detail)) {
+        // The connection is gone: what it had on the way fails (as on the loop's node).
+        fail_slot(i, ec, detail);
+        continue;
+      }
+      const auto received = Clock::now();
+      ReplyPtr reply;
+      while (s.socket.is_open()) {
+        auto status = s.socket.reader().next(reply);
+        if (status == ReplyReader::Status::more) break;
+        if (status == ReplyReader::Status::error) {
+          fail_slot(i, make_error_code(Errc::protocol_error),
+                    std::string("not a Redis reply: ") + s.socket.reader().error_text());
+          break;
+        }
+        if (s.pending.empty()) {
+          fail_slot(i, make_error_code(Errc::protocol_error), "a reply nobody asked for");
+          break;
+        }
+        LanePending p = std::move(s.pending.front());
+        s.pending.pop_front();
+        if (p.request == nullptr) continue;  // SCRIPT LOAD
+        const redisReply* r = reply.get();
+        std::vector<NodeVote> votes;
+        if (r->type == REDIS_REPLY_ERROR) {
+          std::string_view text(r->str, r->len);
+          auto error = error_from_reply_text(text);
+          const Script* script = script_of(p.request->script);
+          if (error == Errc::redis_noscript && script != nullptr && !p.as_eval) {
+            // As the loop's node does (lib/core/session.hpp): the body now when nothing was sent
+            // behind it or its order does not matter; else fail it and load the script.
+            if (after_noscript(script->order_free, !s.pending.empty()) ==
+                NoscriptStep::resend_eval) {
+              if (write(i, *p.request, true)) {
+                p.as_eval = true;
+                p.deadline = received + timeout;
+                s.pending.push_back(std::move(p));
+                s.dirty = true;
+                flush();
+                continue;
+              }
+            } else {
+              Argv argv;
+              argv.push("SCRIPT");
+              argv.push("LOAD");
+              argv.push(script->body);
+              if (append_command(s.socket.output(), argv)) {
+                s.pending.push_back(
+                    LanePending{0, nullptr, false, false, received, received + timeout});
+                s.dirty = true;
+              }
+            }
+          }
+          // A release that did not run (NOSCRIPT, not sent again here): the loop sends it.
+          if (error == Errc::redis_noscript && p.request->script == proto::ScriptId::release)
+            loop_.release(i, p.request);
+          if (!p.wanted) continue;
+          votes = proto::failed_votes(p.request->items, error, std::string(text));
+        } else {
+          if (!p.wanted) continue;
+          votes = proto::decode_reply(*p.request, r);
+        }
+        for (auto& v : votes)
+          v.latency = std::chrono::duration_cast<microseconds>(received - p.sent);
+        call.target.reply(p.id, i, std::move(votes), received, out);
+        run(out);
+      }
+    }
+  }
+}
+
+std::optional<AcquireResult> Lane::acquire(AcquireRequest& request, Milliseconds ttl) {
+  if (request.cancel) return std::nullopt;  // its cancel hook is the loop's
+  const bool waits = request.wait && request.wait->count() > 0;
+  std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) {
+    lane_counters().busy.fetch_add(1, std::memory_order_relaxed);
+    return std::nullopt;
+  }
+  // A waiter's first attempt is the quick command, alone: anything else waits on the loop.
+  if (waits && (request.resources.size() != 1 || request.fencing || !proto_->quick_acquire()))
+    return std::nullopt;
+  const auto began = Clock::now();
+  if (!ready(began)) return std::nullopt;
+
+  std::optional<Milliseconds> wait = request.wait;
+  if (waits) request.wait = Milliseconds(0);  // one attempt here
+  const auto place =
+      std::chrono::duration_cast<microseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
+  proto::AcquireMachine machine(*proto_, request, ttl, Clock::now(), place);
+  request.wait = wait;
+  Call call;
+  call.target.reply = [&](proto::RequestId id, std::size_t node, std::vector<NodeVote> votes,
+                          Clock::time_point now, proto::Actions& out) {
+    machine.on_reply(id, node, std::move(votes), now, out);
+  };
+  call.target.timer = [&](proto::TimerId id, Clock::time_point now, proto::Actions& out) {
+    machine.on_timer(id, now, out);
+  };
+  call.target.done = [&] { return machine.done(); };
+  proto::Actions out;
+  machine.start(Clock::now(), out);
+  drive(call, out);
+  if (!call.acquired) {  // cannot happen: the machine always delivers; the loop then decides
+    call.acquired.emplace();
+    call.acquired->error = make_error_code(Errc::connection_lost);
+    call.acquired->detail = "the lane ended without a result";
+  }
+  AcquireResult& r = *call.acquired;
+  if (waits && !r.ok()) {
+    // Refused (or no quorum) on its quick command, cleaned up: the loop waits for the rest.
+    auto spent = std::chrono::ceil<Milliseconds>(Clock::now() - began);
+    request.wait = std::max(Milliseconds(0), *wait - spent);
+    lane_counters().handed.fetch_add(1, std::memory_order_relaxed);
+    return std::nullopt;
+  }
+  observe(config_, [&](Observer& o) {
+    OperationEvent e;
+    e.operation = Operation::acquire;
+    e.error = r.error;
+    e.resources = &machine.resources();
+    e.votes = &r.votes;
+    e.latency = std::chrono::duration_cast<microseconds>(Clock::now() - began);
+    e.attempts = r.attempts;
+    o.on_operation(e);
+  });
+  lane_counters().served.fetch_add(1, std::memory_order_relaxed);
+  return std::move(r);
+}
+
+std::optional<ExtendResult> Lane::extend(const Lock& lock, Milliseconds ttl) {
+  std::unique_lock<std::mutex> guard(mutex_, std::try_to_lock);
+  if (!guard.owns_lock()) {
+    lane_counters().busy.fetch_add(1, std::memory_order_relaxed);
+    return std::nullopt;
+  }
+  const auto began = Clock::now();
+  if (!ready(began)) return std::nullopt;
+  proto::ExtendMachine machine(*proto_, proto_->next_job(), lock, ttl);
+  Call call;
+  call.target.reply = [&](proto::RequestId id, std::size_t node, std::vector<NodeVote> votes,
+                          Clock::time_point now, proto::Actions& out) {
+    if (!machine.finished()) machine.on_reply(id, node, std::move(votes), now, out);
+  };
+  call.target.timer = [](proto::TimerId, Clock::time_point, proto::Actions&) {};
+  call.target.done = [&] { return machine.finished(); };
+  proto::Actions out;
+  machine.start(began, out);
+  drive(call, out);
+  if (!call.extended) return std::nullopt;  // cannot happen; the loop then answers
+  notify_operation(config_, Operation::extend, call.extended->error, call.extended->votes,
+                   lock.resources, began);
+  if (call.extended->error == Errc::not_held) found_lost(lock, began, call.extended->error);
+  lane_counters().served.fetch_add(1, std::memory_order_relaxed);
+  return std::move(call.extended);
+}
+
+std::optional<ReleaseResult> Lane::release(const Lock& lock) {
+  std::unique_lock<std::mutex> guard(mutex_, std::try_to_lock);
+  if (!guard.owns_lock()) {
+    lane_counters().busy.fetch_add(1, std::memory_order_relaxed);
+    return std::nullopt;
+  }
+  const auto began = Clock::now();
+  if (!ready(began)) return std::nullopt;
+  proto::ReleaseMachine machine(*proto_, proto_->next_job(), lock);
+  Call call;
+  call.target.reply = [&](proto::RequestId id, std::size_t node, std::vector<NodeVote> votes,
+                          Clock::time_point now, proto::Actions& out) {
+    if (!machine.finished()) machine.on_reply(id, node, std::move(votes), now, out);
+  };
+  call.target.timer = [](proto::TimerId, Clock::time_point, proto::Actions&) {};
+  call.target.done = [&] { return machine.finished(); };
+  proto::Actions out;
+  machine.start(began, out);
+  drive(call, out);
+  if (!call.released) return std::nullopt;  // cannot happen; the loop then answers
+  notify_operation(config_, Operation::release, call.released->error, call.released->votes,
+                   lock.resources, began);
+  if (call.released->error == Errc::not_held) found_lost(lock, began, call.released->error);
+  lane_counters().served.fetch_add(1, std::memory_order_relaxed);
+  return std::move(call.released);
+}
+
+void Lane::found_lost(const Lock& lock, Clock::time_point started, std::error_code) {
+  // The coordinator's rule (Coordinator::found_lost) for a Lock of acquire(): reported once per
+  // token among this lane's calls.
+  if (!config_.observer || lock.token.empty()) return;
+  if (!lost_tokens_.insert(lock.token).second) return;
+  lost_order_.push_back(lock.token);
+  if (lost_order_.size() > 4096) {
+    lost_tokens_.erase(lost_order_.front());
+    lost_order_.pop_front();
+  }
+  const bool late = lock.valid_until != Clock::time_point{} && started >= lock.valid_until;
+  observe(config_, [&](Observer& o) {
+    LostEvent e;
+    e.reason = late ? LostReason::released_after_expiry : LostReason::keys_gone;
+    e.error = make_error_code(Errc::lock_lost);
+    e.resources = &lock.resources;
+    o.on_lost(e);
+  });
+}
+
+}  // namespace redlock::detail

@@ -1,0 +1,103 @@
+// The client's lane: the blocking calls (acquire, try_acquire, extend, release) driven on the
+// caller's own thread, the way the floor does it (docs/proposal-caller-lane.md). One more plain
+// connection per node (LaneSocket); the caller runs the same lib/proto machine as the loop would
+// (so every rule is the same: fresh tokens, the quorum verdict and the validity window, the
+// clean-up of a failed attempt, the quick command and its fallback), writes its Sends at once,
+// polls the lane's sockets with the machine's timers and the requests' deadlines as the timeout,
+// and feeds it the replies decoded by the same decoders, until it is done and every reply was
+// read.
+//
+// One caller at a time (a mutex, tried: a second blocking caller uses the loop as before). A call
+// takes the lane only when every node's loop session finished its handshake and safeguards, the
+// restart guard lets it vote, and it is not TLS; the lane's connection to a node repeats AUTH and
+// SELECT and must find the run_id the loop saw. The lane decides before its first Send: a call
+// is served by the lane or by the loop, never both. What it hands to the loop:
+// - a waiting acquire's rest: the lane runs its first attempt (the quick command) alone; refused,
+//   it cleans up on the lane, then returns nullopt and the loop begins the acquire afresh;
+// - a release (a clean-up's or the caller's) whose outcome the lane could not learn: the loop
+//   sends it again, as it does with its own (its orphans).
+// Held locks (hold(), Mutex), cancel tokens and TLS nodes never come here.
+//
+// The observer hears a lane call's events on the caller's thread.
+#pragma once
+
+#include <poll.h>
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "../net/lane_socket.hpp"
+#include "../net/node.hpp"
+#include "../proto/context.hpp"
+#include "redlock/client.hpp"
+
+namespace redlock::detail {
+
+// What the lanes of this process did (for tests and diagnostics).
+struct LaneCounters {
+  std::atomic<std::uint64_t> served{0};  // calls answered on a lane
+  std::atomic<std::uint64_t> handed{0};  // waiting acquires refused on a lane, handed to the loop
+  std::atomic<std::uint64_t> opened{0};  // lane connections opened
+  std::atomic<std::uint64_t> busy{0};    // calls that found the lane taken, served by the loop
+};
+LaneCounters& lane_counters() noexcept;
+
+class Lane {
+ public:
+  // What the lane hands to the loop (each call posts a task to the loop thread).
+  struct Loop {
+    // Sends a release of unknown outcome to `node` again.
+    std::function<void(std::size_t node, std::shared_ptr<const proto::Request> request)> release;
+    // The lane asks `node` to vote for the first time since its session began under the restart
+    // guard: the loop's node tells the observer `connected`, as its own first use would.
+    std::function<void(std::size_t node)> votes;
+  };
+
+  // `nodes`: the loop's data nodes, whose sessions the lane follows (they outlive it).
+  Lane(const Config& config, std::vector<const Node*> nodes, Loop loop);
+  ~Lane();
+  Lane(const Lane&) = delete;
+  Lane& operator=(const Lane&) = delete;
+
+  // A valid request (checked by the caller). nullopt: not served here; the caller uses the loop.
+  // A waiting acquire refused here comes back nullopt with `request.wait` cut by the time spent.
+  std::optional<AcquireResult> acquire(AcquireRequest& request, Milliseconds ttl);
+  std::optional<ExtendResult> extend(const Lock& lock, Milliseconds ttl);
+  std::optional<ReleaseResult> release(const Lock& lock);
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Slot;
+  struct Target;
+  struct Call;
+
+  // Every node verified by the loop and its lane connection open (opened now if needed).
+  bool ready(Clock::time_point now);
+  // Drives one machine to its end: its result delivered, nothing of it on its way, every
+  // reply read (or its connection closed at its deadline).
+  void drive(Call& call, proto::Actions& first);
+  // Reports a lost lock found by an extend or a release, once per token (as the coordinator).
+  void found_lost(const Lock& lock, Clock::time_point started, std::error_code error);
+
+  const Config& config_;
+  Loop loop_;
+  std::mutex mutex_;  // tried by each blocking call: held from its first Send to its result
+  std::vector<std::unique_ptr<Slot>> slots_;
+  std::mt19937_64 rng_;
+  std::unique_ptr<proto::Context> proto_;
+  std::vector<pollfd> fds_;  // scratch for poll(), kept between calls
+  std::vector<std::size_t> fd_slot_;
+  std::unordered_set<std::string> lost_tokens_;
+  std::deque<std::string> lost_order_;
+};
+
+}  // namespace redlock::detail

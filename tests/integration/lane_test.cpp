@@ -1,0 +1,270 @@
+// The blocking calls on the caller's lane (lib/client/lane.hpp) against real Redis masters: what
+// the lane serves, what it hands to the loop, and that a failed lane connection is opened again.
+// Each test asserts outcomes (results, keys on the servers, the lane's counters), never timing.
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "client/lane.hpp"
+#include "redis_server.hpp"
+#include "redlock/redlock.hpp"
+#include "test_config.hpp"
+
+namespace redlock {
+namespace {
+
+using namespace std::chrono_literals;
+using detail::lane_counters;
+using test::RedisCluster;
+
+std::uint64_t served() { return lane_counters().served.load(); }
+std::uint64_t handed() { return lane_counters().handed.load(); }
+std::uint64_t opened() { return lane_counters().opened.load(); }
+std::uint64_t busy() { return lane_counters().busy.load(); }
+
+// A client whose loop has a session with every node (the lane follows the loop's sessions).
+Config lane_config(const RedisCluster& cluster) {
+  Config c = test::fast_config(cluster);
+  c.request_timeout = 300ms;
+  return c;
+}
+
+void wait_connected(Client& client) {
+  ASSERT_TRUE(test::eventually([&] { return test::connected_to_all(client); }, 5s));
+}
+
+TEST(Lane, TheReadmesCallGrantsAndReleasesOnTheLane) {
+  RedisCluster cluster(3);
+  Client client(lane_config(cluster));
+  wait_connected(client);
+  const auto served_before = served();
+  auto r = client.acquire("lane:readme", 10s, 2s);
+  ASSERT_TRUE(r) << r.message();
+  EXPECT_GE(r.votes.yes(), 2u) << r.message();
+  // Every node's reply was read before the call returned, not only the quorum's.
+  EXPECT_EQ(cluster.count_holding("redlock:lane:readme", r.lock.token), 3u);
+  auto ext = client.extend(r.lock, 5s);
+  ASSERT_TRUE(ext) << ext.message();
+  auto rel = client.release(r.lock);
+  ASSERT_TRUE(rel) << rel.message();
+  EXPECT_GE(rel.released, 2u);
+  EXPECT_EQ(cluster.count_existing("redlock:lane:readme"), 0u);
+  EXPECT_EQ(served() - served_before, 3u) << "acquire, extend and release on the lane";
+  EXPECT_GE(opened(), 3u);
+}
+
+TEST(Lane, AContendedTryAcquireIsRefusedOnTheLaneAndLeavesNoKeyOfItsOwn) {
+  RedisCluster cluster(3);
+  Client a(lane_config(cluster)), b(lane_config(cluster));
+  wait_connected(a);
+  wait_connected(b);
+  auto held = a.try_acquire("lane:contended", 5000ms);
+  ASSERT_TRUE(held) << held.message();
+  const auto served_before = served();
+  auto refused = b.try_acquire("lane:contended", 5000ms);
+  EXPECT_FALSE(refused);
+  EXPECT_EQ(refused.error, Errc::not_acquired) << refused.message();
+  EXPECT_EQ(served() - served_before, 1u);
+  EXPECT_EQ(cluster.count_holding("redlock:lane:contended", held.lock.token), 3u);
+  ASSERT_TRUE(a.release(held.lock));
+}
+
+TEST(Lane, AWaitingAcquireRefusedOnTheLaneIsHandedToTheLoopAndServedByTheRelease) {
+  RedisCluster cluster(3);
+  Client a(lane_config(cluster)), b(lane_config(cluster));
+  wait_connected(a);
+  wait_connected(b);
+  auto held = a.try_acquire("lane:wait", 5000ms);
+  ASSERT_TRUE(held) << held.message();
+  const auto handed_before = handed();
+  auto waiter = std::async(std::launch::async, [&] { return b.acquire("lane:wait", 5000ms, 10s); });
+  // The waiter's quick command was refused on the lane and its wait handed to the loop.
+  ASSERT_TRUE(test::eventually([&] { return handed() > handed_before; }, 5s));
+  ASSERT_TRUE(a.release(held.lock));
+  auto got = waiter.get();
+  ASSERT_TRUE(got) << got.message();
+  EXPECT_NE(got.lock.token, held.lock.token);
+  EXPECT_GE(cluster.count_holding("redlock:lane:wait", got.lock.token), 2u);
+  ASSERT_TRUE(b.release(got.lock));
+}
+
+TEST(Lane, AFailedLaneConnectionIsOpenedAgainByTheNextCall) {
+  RedisCluster cluster(3);
+  Client client(lane_config(cluster));
+  wait_connected(client);
+  auto first = client.try_acquire("lane:down", 5000ms);
+  ASSERT_TRUE(first) << first.message();
+  ASSERT_TRUE(client.release(first.lock));
+
+  cluster[2].pause();  // the lane's request to it times out: its connection is closed
+  const auto served_before = served();
+  auto during = client.try_acquire("lane:down", 5000ms);
+  ASSERT_TRUE(during) << during.message();  // a quorum of two
+  EXPECT_NE(during.votes.nodes[2].vote, Vote::yes);
+  EXPECT_EQ(served() - served_before, 1u);
+  ASSERT_TRUE(client.release(during.lock));
+  cluster[2].resume();
+
+  // A later call opens the lane's connection to it again and finds its vote there (a call made
+  // while the loop reconnects to the node after its own timeout goes to the loop: bounded retry).
+  const auto opened_before = opened();
+  bool three = false;
+  for (int i = 0; i < 100 && !three; ++i) {
+    const auto before = served();
+    auto again = client.try_acquire("lane:down:again", 5000ms);
+    ASSERT_TRUE(again) << again.message();
+    three = served() > before &&
+            cluster.count_holding("redlock:lane:down:again", again.lock.token) == 3u;
+    ASSERT_TRUE(client.release(again.lock));
+    if (!three) std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_TRUE(three);
+  EXPECT_GT(opened(), opened_before);
+}
+
+TEST(Lane, ARestartedServerIsUsedByTheLaneOnlyOnceTheLoopVerifiedItAgain) {
+  RedisCluster cluster(3);
+  Client client(lane_config(cluster));
+  wait_connected(client);
+  auto first = client.try_acquire("lane:restart", 5000ms);
+  ASSERT_TRUE(first) << first.message();
+  ASSERT_TRUE(client.release(first.lock));
+  cluster[1].restart();  // another run_id: the lane's connection to the old server is closed
+  const auto opened_before = opened();
+  bool three = false;
+  for (int i = 0; i < 200 && !three; ++i) {
+    const auto before = served();
+    auto r = client.try_acquire("lane:restart", 5000ms);
+    if (r) {
+      three =
+          served() > before && cluster.count_holding("redlock:lane:restart", r.lock.token) == 3u;
+      ASSERT_TRUE(client.release(r.lock));
+    }
+    if (!three) std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_TRUE(three);
+  EXPECT_GT(opened(), opened_before);
+}
+
+TEST(Lane, TwoBlockingCallersAtOnceOneOnTheLaneOneOnTheLoopBothServed) {
+  RedisCluster cluster(3);
+  Config c = lane_config(cluster);
+  c.retry_count = 100;  // the first caller keeps the lane for its retries
+  c.retry_delay = 20ms;
+  Client holder(lane_config(cluster)), client(c);
+  wait_connected(holder);
+  wait_connected(client);
+  auto held = holder.try_acquire("lane:busy", 10000ms);
+  ASSERT_TRUE(held) << held.message();
+  const auto busy_before = busy();
+  std::atomic<bool> retrying_done{false};
+  // Retries on the lane (wait unset): refused each time, the lane taken meanwhile.
+  auto retrying = std::async(std::launch::async, [&] {
+    auto r = client.acquire(AcquireRequest({"lane:busy"}, 5000ms));
+    retrying_done = true;
+    return r;
+  });
+  int cycles = 0;
+  while (!retrying_done && busy() == busy_before && cycles < 2000) {
+    auto r = client.try_acquire("lane:other", 5000ms);
+    ASSERT_TRUE(r) << r.message();
+    ASSERT_TRUE(client.release(r.lock));
+    ++cycles;
+  }
+  EXPECT_GT(busy(), busy_before) << "a call found the lane taken and used the loop";
+  auto r = retrying.get();
+  EXPECT_FALSE(r);
+  EXPECT_EQ(r.error, Errc::not_acquired) << r.message();
+  EXPECT_EQ(cluster.count_existing("redlock:lane:other"), 0u);
+  ASSERT_TRUE(holder.release(held.lock));
+}
+
+TEST(Lane, HoldStaysOnTheLoop) {
+  RedisCluster cluster(3);
+  Client client(lane_config(cluster));
+  wait_connected(client);
+  const auto served_before = served();
+  auto held = client.hold(AcquireRequest({"lane:hold"}, std::nullopt, 1000ms));
+  ASSERT_TRUE(held) << held.message();
+  EXPECT_TRUE(held.lock.valid());
+  EXPECT_EQ(served(), served_before);
+  ASSERT_TRUE(held.lock.release());
+  EXPECT_EQ(served(), served_before);
+}
+
+TEST(Lane, ATlsNodeKeepsEveryCallOnTheLoop) {
+  test::TlsFiles files;
+  RedisCluster cluster(3, test::TlsMode::of(files));
+  Config c = test::fast_config(cluster.tls_node_list());
+  c.tls.ca_file = files.ca_cert;
+  c.request_timeout = 500ms;  // a handshake under sanitizers takes longer
+  c.connect_timeout = 1000ms;
+  Client client(c);
+  wait_connected(client);
+  const auto served_before = served();
+  auto r = client.acquire("lane:tls", 5000ms, 1000ms);
+  ASSERT_TRUE(r) << r.message();
+  ASSERT_TRUE(client.extend(r.lock));
+  ASSERT_TRUE(client.release(r.lock));
+  EXPECT_EQ(served(), served_before);
+}
+
+struct ThreadRecorder : Observer {
+  void on_operation(const OperationEvent& e) override {
+    std::lock_guard<std::mutex> lock(mutex);
+    ops.emplace_back(e.operation, std::this_thread::get_id());
+  }
+  std::mutex mutex;
+  std::vector<std::pair<Operation, std::thread::id>> ops;
+};
+
+TEST(Lane, TheObserverHearsALaneCallOnTheCallersThread) {
+  RedisCluster cluster(3);
+  auto rec = std::make_shared<ThreadRecorder>();
+  Config c = lane_config(cluster);
+  c.observer = rec;
+  Client client(c);
+  wait_connected(client);
+  const auto served_before = served();
+  auto r = client.acquire("lane:observed", 5000ms, 1000ms);
+  ASSERT_TRUE(r) << r.message();
+  ASSERT_TRUE(client.release(r.lock));
+  ASSERT_EQ(served() - served_before, 2u);
+  std::lock_guard<std::mutex> lock(rec->mutex);
+  ASSERT_EQ(rec->ops.size(), 2u);
+  EXPECT_EQ(rec->ops[0].first, Operation::acquire);
+  EXPECT_EQ(rec->ops[1].first, Operation::release);
+  for (const auto& op : rec->ops) EXPECT_EQ(op.second, std::this_thread::get_id());
+}
+
+TEST(Lane, EverySocketOfTheLaneIsCloseOnExec) {
+  RedisCluster cluster(3);
+  Client client(lane_config(cluster));
+  wait_connected(client);
+  auto r = client.try_acquire("lane:cloexec", 5000ms);
+  ASSERT_TRUE(r) << r.message();
+  ASSERT_TRUE(client.release(r.lock));
+  std::size_t sockets = 0;
+  DIR* dir = opendir("/proc/self/fd");
+  ASSERT_NE(dir, nullptr);
+  while (dirent* e = readdir(dir)) {
+    int fd = atoi(e->d_name);
+    struct stat st {};
+    if (e->d_name[0] == '.' || fd == dirfd(dir) || fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode))
+      continue;
+    ++sockets;
+    EXPECT_TRUE(fcntl(fd, F_GETFD) & FD_CLOEXEC) << "socket " << fd;
+  }
+  closedir(dir);
+  EXPECT_GE(sockets, 6u);  // the loop's three and the lane's three
+}
+
+}  // namespace
+}  // namespace redlock
