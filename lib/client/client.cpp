@@ -83,6 +83,8 @@ Client::Impl::Impl(Config config)
   to_loop.votes = [this](std::size_t node) {
     loop_.post([this, node] { coordinator_.lane_votes(node); });
   };
+  to_loop.quick_acquire_off = [this] { return coordinator_.quick_acquire_off(); };
+  to_loop.no_quick_acquire = [this] { loop_.post([this] { coordinator_.no_quick_acquire(); }); };
   lane_ = std::make_unique<detail::Lane>(config_, std::move(nodes), std::move(to_loop));
   loop_.start();
   loop_.post([this] { coordinator_.start(); });

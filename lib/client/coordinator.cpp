@@ -172,7 +172,11 @@ void Coordinator::run(proto::Actions& actions, Route caller) {
       watchdog_->lost(*lost);
     }
   }
-  if (--running_ == 0) reap();
+  if (--running_ == 0) {
+    reap();
+    if (!proto_->quick_acquire() && !quick_off_.load(std::memory_order_relaxed))
+      quick_off_.store(true, std::memory_order_release);
+  }
 }
 
 void Coordinator::on_votes(Route route, proto::RequestId id, std::size_t node,

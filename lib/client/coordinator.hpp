@@ -7,6 +7,7 @@
 
 #include <uv.h>
 
+#include <atomic>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -54,6 +55,14 @@ class Coordinator final : JobHost, VoteSink, MessageSink {
   // A release the caller's lane sent to `node` without learning its outcome: sent again here,
   // nobody waiting for it (a node that cannot take it keeps it for its next session).
   void send_release(std::size_t node, std::shared_ptr<const proto::Request> request);
+  // Whether a node refused the quick acquire (then the loop's machines send the script only):
+  // any thread, for the lane, whose machines then do the same.
+  bool quick_acquire_off() const noexcept { return quick_off_.load(std::memory_order_acquire); }
+  // The lane found a node that refuses the quick acquire: the loop's machines stop sending it.
+  void no_quick_acquire() {
+    proto_->no_quick_acquire();
+    quick_off_.store(true, std::memory_order_release);
+  }
   // The caller's lane asks node `node` to vote (Node::lane_votes).
   void lane_votes(std::size_t node) {
     if (!nodes_closed_ && node < nodes_.size()) nodes_[node]->lane_votes();
@@ -112,8 +121,9 @@ class Coordinator final : JobHost, VoteSink, MessageSink {
   bool nodes_closed_ = false;
   uv_timer_t drain_timer_{};
   Poster post_to_loop_;
-  std::vector<std::uint64_t> reap_;  // jobs that may be done
-  int running_ = 0;                  // depth of run()
+  std::vector<std::uint64_t> reap_;     // jobs that may be done
+  int running_ = 0;                     // depth of run()
+  std::atomic<bool> quick_off_{false};  // proto_->quick_acquire() turned false (for the lane)
 };
 
 }  // namespace redlock::detail

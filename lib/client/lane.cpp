@@ -373,6 +373,7 @@ std::optional<AcquireResult> Lane::acquire(AcquireRequest& request, Milliseconds
     return std::nullopt;
   }
   // A waiter's first attempt is the quick command, alone: anything else waits on the loop.
+  learn_quick_acquire();
   if (waits && (request.resources.size() != 1 || request.fencing || !proto_->quick_acquire()))
     return std::nullopt;
   const auto began = Clock::now();
@@ -397,6 +398,7 @@ std::optional<AcquireResult> Lane::acquire(AcquireRequest& request, Milliseconds
   proto::Actions out;
   machine.start(Clock::now(), out);
   drive(call, out);
+  tell_quick_acquire();
   if (!call.acquired) {  // cannot happen: the machine always delivers; the loop then decides
     call.acquired.emplace();
     call.acquired->error = make_error_code(Errc::connection_lost);
@@ -476,6 +478,17 @@ std::optional<ReleaseResult> Lane::release(const Lock& lock) {
   if (call.released->error == Errc::not_held) found_lost(lock, began, call.released->error);
   lane_counters().served.fetch_add(1, std::memory_order_relaxed);
   return std::move(call.released);
+}
+
+void Lane::learn_quick_acquire() {
+  if (proto_->quick_acquire() && loop_.quick_acquire_off && loop_.quick_acquire_off())
+    proto_->no_quick_acquire();
+}
+
+void Lane::tell_quick_acquire() {
+  if (proto_->quick_acquire() || told_quick_off_) return;
+  told_quick_off_ = true;
+  if (loop_.no_quick_acquire) loop_.no_quick_acquire();
 }
 
 void Lane::found_lost(const Lock& lock, Clock::time_point started, std::error_code) {

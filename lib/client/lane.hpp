@@ -60,6 +60,10 @@ class Lane {
     // The lane asks `node` to vote for the first time since its session began under the restart
     // guard: the loop's node tells the observer `connected`, as its own first use would.
     std::function<void(std::size_t node)> votes;
+    // Any thread: whether the loop found a node that refuses the quick acquire.
+    std::function<bool()> quick_acquire_off;
+    // The lane found one: the loop's machines stop sending it too.
+    std::function<void()> no_quick_acquire;
   };
 
   // `nodes`: the loop's data nodes, whose sessions the lane follows (they outlive it).
@@ -85,6 +89,9 @@ class Lane {
   // Drives one machine to its end: its result delivered, nothing of it on its way, every
   // reply read (or its connection closed at its deadline).
   void drive(Call& call, proto::Actions& first);
+  // The quick acquire's fate, shared with the loop both ways (one client, one answer).
+  void learn_quick_acquire();
+  void tell_quick_acquire();
   // Reports a lost lock found by an extend or a release, once per token (as the coordinator).
   void found_lost(const Lock& lock, Clock::time_point started, std::error_code error);
 
@@ -98,6 +105,7 @@ class Lane {
   std::vector<std::size_t> fd_slot_;
   std::unordered_set<std::string> lost_tokens_;
   std::deque<std::string> lost_order_;
+  bool told_quick_off_ = false;  // the loop was told that the quick acquire is off
 };
 
 }  // namespace redlock::detail
