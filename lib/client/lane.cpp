@@ -28,6 +28,24 @@ namespace {
 
 std::string ms_text(Milliseconds d) { return std::to_string(d.count()) + "ms"; }
 
+// True on a thread inside a lane call (an observer that makes a blocking call from there must
+// not try the lane's mutex again: it uses the loop).
+thread_local bool in_lane_call = false;
+
+// Takes the lane's mutex if it is free and this thread is not inside a lane call already.
+std::unique_lock<std::mutex> take(std::mutex& m) {
+  if (in_lane_call) return {};
+  std::unique_lock<std::mutex> lock(m, std::try_to_lock);
+  if (!lock.owns_lock()) lane_counters().busy.fetch_add(1, std::memory_order_relaxed);
+  return lock;
+}
+
+// Marks this thread as inside a lane call for its lifetime.
+struct InLaneCall {
+  InLaneCall() { in_lane_call = true; }
+  ~InLaneCall() { in_lane_call = false; }
+};
+
 }  // namespace
 
 // One request on a lane connection, awaiting its reply (replies come in order).
@@ -66,6 +84,9 @@ struct Lane::Target {
 // One call's state while it is driven.
 struct Lane::Call {
   Target target;
+  // When set and true, the call returns before every reply was read: the rest is read by
+  // settle() at the start of the next call (the floor too returns at the quorum).
+  std::function<bool()> stop;
   std::vector<std::pair<proto::TimerId, Clock::time_point>> timers;
   // Votes of nodes that failed, reported after the actions that caused them were carried out.
   struct Failure {
@@ -240,6 +261,7 @@ void Lane::drive(Call& call, proto::Actions& first) {
         run(out);
       }
     }
+    if (call.stop && call.stop()) break;
     const bool done = call.target.done();
     bool waiting = false;
     auto wake = Clock::time_point::max();
@@ -367,11 +389,10 @@ void Lane::drive(Call& call, proto::Actions& first) {
 std::optional<AcquireResult> Lane::acquire(AcquireRequest& request, Milliseconds ttl) {
   if (request.cancel) return std::nullopt;  // its cancel hook is the loop's
   const bool waits = request.wait && request.wait->count() > 0;
-  std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
-  if (!lock.owns_lock()) {
-    lane_counters().busy.fetch_add(1, std::memory_order_relaxed);
-    return std::nullopt;
-  }
+  auto lock = take(mutex_);
+  if (!lock.owns_lock()) return std::nullopt;
+  InLaneCall inside;
+  settle();
   // A waiter's first attempt is the quick command, alone: anything else waits on the loop.
   learn_quick_acquire();
   if (waits && (request.resources.size() != 1 || request.fencing || !proto_->quick_acquire()))
@@ -384,7 +405,8 @@ std::optional<AcquireResult> Lane::acquire(AcquireRequest& request, Milliseconds
   const auto place =
       std::chrono::duration_cast<microseconds>(std::chrono::system_clock::now().time_since_epoch())
           .count();
-  proto::AcquireMachine machine(*proto_, request, ttl, Clock::now(), place);
+  auto owned = std::make_unique<proto::AcquireMachine>(*proto_, request, ttl, Clock::now(), place);
+  auto& machine = *owned;
   request.wait = wait;
   Call call;
   call.target.reply = [&](proto::RequestId id, std::size_t node, std::vector<NodeVote> votes,
@@ -395,10 +417,14 @@ std::optional<AcquireResult> Lane::acquire(AcquireRequest& request, Milliseconds
     machine.on_timer(id, now, out);
   };
   call.target.done = [&] { return machine.done(); };
+  // A grant returns at once; a refusal waits for its clean-up's replies (a waiter's before its
+  // hand-over to the loop above all).
+  call.stop = [&] { return call.acquired && call.acquired->ok(); };
   proto::Actions out;
   machine.start(Clock::now(), out);
   drive(call, out);
   tell_quick_acquire();
+  if (!machine.done() || pending()) leftover_ = std::move(owned);  // settle() reads the rest
   if (!call.acquired) {  // cannot happen: the machine always delivers; the loop then decides
     call.acquired.emplace();
     call.acquired->error = make_error_code(Errc::connection_lost);
@@ -427,11 +453,10 @@ std::optional<AcquireResult> Lane::acquire(AcquireRequest& request, Milliseconds
 }
 
 std::optional<ExtendResult> Lane::extend(const Lock& lock, Milliseconds ttl) {
-  std::unique_lock<std::mutex> guard(mutex_, std::try_to_lock);
-  if (!guard.owns_lock()) {
-    lane_counters().busy.fetch_add(1, std::memory_order_relaxed);
-    return std::nullopt;
-  }
+  auto guard = take(mutex_);
+  if (!guard.owns_lock()) return std::nullopt;
+  InLaneCall inside;
+  settle();
   const auto began = Clock::now();
   if (!ready(began)) return std::nullopt;
   proto::ExtendMachine machine(*proto_, proto_->next_job(), lock, ttl);
@@ -442,9 +467,11 @@ std::optional<ExtendResult> Lane::extend(const Lock& lock, Milliseconds ttl) {
   };
   call.target.timer = [](proto::TimerId, Clock::time_point, proto::Actions&) {};
   call.target.done = [&] { return machine.finished(); };
+  call.stop = [&] { return call.extended.has_value(); };
   proto::Actions out;
   machine.start(began, out);
   drive(call, out);
+  forget_pending();  // the late nodes' replies: read by settle(), wanted by nobody
   if (!call.extended) return std::nullopt;  // cannot happen; the loop then answers
   notify_operation(config_, Operation::extend, call.extended->error, call.extended->votes,
                    lock.resources, began);
@@ -454,11 +481,10 @@ std::optional<ExtendResult> Lane::extend(const Lock& lock, Milliseconds ttl) {
 }
 
 std::optional<ReleaseResult> Lane::release(const Lock& lock) {
-  std::unique_lock<std::mutex> guard(mutex_, std::try_to_lock);
-  if (!guard.owns_lock()) {
-    lane_counters().busy.fetch_add(1, std::memory_order_relaxed);
-    return std::nullopt;
-  }
+  auto guard = take(mutex_);
+  if (!guard.owns_lock()) return std::nullopt;
+  InLaneCall inside;
+  settle();
   const auto began = Clock::now();
   if (!ready(began)) return std::nullopt;
   proto::ReleaseMachine machine(*proto_, proto_->next_job(), lock);
@@ -469,15 +495,46 @@ std::optional<ReleaseResult> Lane::release(const Lock& lock) {
   };
   call.target.timer = [](proto::TimerId, Clock::time_point, proto::Actions&) {};
   call.target.done = [&] { return machine.finished(); };
+  call.stop = [&] { return call.released.has_value(); };
   proto::Actions out;
   machine.start(began, out);
   drive(call, out);
+  forget_pending();  // the late nodes' replies: read by settle(), wanted by nobody
   if (!call.released) return std::nullopt;  // cannot happen; the loop then answers
   notify_operation(config_, Operation::release, call.released->error, call.released->votes,
                    lock.resources, began);
   if (call.released->error == Errc::not_held) found_lost(lock, began, call.released->error);
   lane_counters().served.fetch_add(1, std::memory_order_relaxed);
   return std::move(call.released);
+}
+
+bool Lane::pending() const {
+  return std::any_of(slots_.begin(), slots_.end(),
+                     [](const std::unique_ptr<Slot>& s) { return !s->pending.empty(); });
+}
+
+void Lane::forget_pending() {
+  for (auto& s : slots_)
+    for (auto& p : s->pending) p.wanted = false;
+}
+
+void Lane::settle() {
+  if (leftover_ == nullptr && !pending()) return;
+  proto::AcquireMachine* machine = leftover_.get();
+  Call call;
+  call.target.reply = [machine](proto::RequestId id, std::size_t node, std::vector<NodeVote> votes,
+                                Clock::time_point now, proto::Actions& out) {
+    if (machine != nullptr) machine->on_reply(id, node, std::move(votes), now, out);
+  };
+  call.target.timer = [machine](proto::TimerId id, Clock::time_point now, proto::Actions& out) {
+    if (machine != nullptr) machine->on_timer(id, now, out);
+  };
+  call.target.done = [machine] { return machine == nullptr || machine->done(); };
+  proto::Actions none;
+  drive(call, none);
+  forget_pending();  // nothing is left (drive() read it all); kept for the rule's sake
+  leftover_.reset();
+  tell_quick_acquire();
 }
 
 void Lane::learn_quick_acquire() {

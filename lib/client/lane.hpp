@@ -4,8 +4,9 @@
 // (so every rule is the same: fresh tokens, the quorum verdict and the validity window, the
 // clean-up of a failed attempt, the quick command and its fallback), writes its Sends at once,
 // polls the lane's sockets with the machine's timers and the requests' deadlines as the timeout,
-// and feeds it the replies decoded by the same decoders, until it is done and every reply was
-// read.
+// and feeds it the replies decoded by the same decoders, until its result (a grant, an extend, a
+// release: at the verdict, as the floor; the late nodes' replies are read at the start of the
+// next call) or, for a refused acquire, until its clean-up was answered.
 //
 // One caller at a time (a mutex, tried: a second blocking caller uses the loop as before). A call
 // takes the lane only when every node's loop session finished its handshake and safeguards, the
@@ -37,6 +38,7 @@
 
 #include "../net/lane_socket.hpp"
 #include "../net/node.hpp"
+#include "../proto/acquire.hpp"
 #include "../proto/context.hpp"
 #include "redlock/client.hpp"
 
@@ -89,6 +91,12 @@ class Lane {
   // Drives one machine to its end: its result delivered, nothing of it on its way, every
   // reply read (or its connection closed at its deadline).
   void drive(Call& call, proto::Actions& first);
+  // Reads what the previous call left on its way (the replies of nodes later than the
+  // verdict), feeding them to the machine that still wants them (a granted acquire's).
+  void settle();
+  bool pending() const;
+  // The pending replies go to nobody (their operation has its result).
+  void forget_pending();
   // The quick acquire's fate, shared with the loop both ways (one client, one answer).
   void learn_quick_acquire();
   void tell_quick_acquire();
@@ -101,6 +109,8 @@ class Lane {
   std::vector<std::unique_ptr<Slot>> slots_;
   std::mt19937_64 rng_;
   std::unique_ptr<proto::Context> proto_;
+  // A granted acquire whose late replies are still on their way (after proto_: freed first).
+  std::unique_ptr<proto::AcquireMachine> leftover_;
   std::vector<pollfd> fds_;  // scratch for poll(), kept between calls
   std::vector<std::size_t> fd_slot_;
   std::unordered_set<std::string> lost_tokens_;

