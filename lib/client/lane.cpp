@@ -84,8 +84,9 @@ struct Lane::Target {
 // One call's state while it is driven.
 struct Lane::Call {
   Target target;
-  // When set and true, the call returns before every reply was read: the rest is read by
-  // settle() at the start of the next call (the floor too returns at the quorum).
+  // When set and true, the call returns before every reply was read: the rest stays pending on
+  // its connection, wanted by nobody, and is read by the next calls as it comes (the floor too
+  // returns at the quorum).
   std::function<bool()> stop;
   std::vector<std::pair<proto::TimerId, Clock::time_point>> timers;
   // Votes of nodes that failed, reported after the actions that caused them were carried out.
@@ -142,12 +143,13 @@ bool Lane::ready(Clock::time_point now) {
       slots_[i]->guarded = false;
       loop_.votes(i);
     }
-  // An idle lane connection that is readable was closed by the server (or is out of step): it
-  // is opened again below rather than failing this call's request.
+  // An idle lane connection (no reply of an earlier call still to come) that is readable was
+  // closed by the server (or is out of step): it is opened again below rather than failing this
+  // call's request.
   fds_.clear();
   fd_slot_.clear();
   for (std::size_t i = 0; i < slots_.size(); ++i)
-    if (slots_[i]->socket.is_open()) {
+    if (slots_[i]->socket.is_open() && slots_[i]->pending.empty()) {
       fds_.push_back(pollfd{slots_[i]->socket.fd(), POLLIN, 0});
       fd_slot_.push_back(i);
     }
@@ -371,8 +373,13 @@ void Lane::drive(Call& call, proto::Actions& first) {
           // A release that did not run (NOSCRIPT, not sent again here): the loop sends it.
           if (error == Errc::redis_noscript && p.request->script == proto::ScriptId::release)
             loop_.release(i, p.request);
-          if (!p.wanted) continue;
           votes = proto::failed_votes(p.request->items, error, std::string(text));
+          // A late "syntax error" to the quick command, after its call returned at the verdict:
+          // the server predates it (the machine's rule, proto/scripts.hpp), so no more of it.
+          if (!p.wanted && p.request->decoder == proto::Decoder::quick_acquire && !votes.empty() &&
+              proto::is_syntax_error(votes[0]))
+            proto_->no_quick_acquire();
+          if (!p.wanted) continue;
         } else {
           if (!p.wanted) continue;
           votes = proto::decode_reply(*p.request, r);
@@ -392,7 +399,6 @@ std::optional<AcquireResult> Lane::acquire(AcquireRequest& request, Milliseconds
   auto lock = take(mutex_);
   if (!lock.owns_lock()) return std::nullopt;
   InLaneCall inside;
-  settle();
   // A waiter's first attempt is the quick command, alone: anything else waits on the loop.
   learn_quick_acquire();
   if (waits && (request.resources.size() != 1 || request.fencing || !proto_->quick_acquire()))
@@ -405,8 +411,7 @@ std::optional<AcquireResult> Lane::acquire(AcquireRequest& request, Milliseconds
   const auto place =
       std::chrono::duration_cast<microseconds>(std::chrono::system_clock::now().time_since_epoch())
           .count();
-  auto owned = std::make_unique<proto::AcquireMachine>(*proto_, request, ttl, Clock::now(), place);
-  auto& machine = *owned;
+  proto::AcquireMachine machine(*proto_, request, ttl, Clock::now(), place);
   request.wait = wait;
   Call call;
   call.target.reply = [&](proto::RequestId id, std::size_t node, std::vector<NodeVote> votes,
@@ -424,7 +429,10 @@ std::optional<AcquireResult> Lane::acquire(AcquireRequest& request, Milliseconds
   machine.start(Clock::now(), out);
   drive(call, out);
   tell_quick_acquire();
-  if (!machine.done() || pending()) leftover_ = std::move(owned);  // settle() reads the rest
+  // A grant returned at its verdict: the late nodes' replies are read by the next calls, as they
+  // come, and wanted by nobody (after a grant they could only turn the quick command off,
+  // which the reply loop does itself).
+  forget_pending();
   if (!call.acquired) {  // cannot happen: the machine always delivers; the loop then decides
     call.acquired.emplace();
     call.acquired->error = make_error_code(Errc::connection_lost);
@@ -456,7 +464,6 @@ std::optional<ExtendResult> Lane::extend(const Lock& lock, Milliseconds ttl) {
   auto guard = take(mutex_);
   if (!guard.owns_lock()) return std::nullopt;
   InLaneCall inside;
-  settle();
   const auto began = Clock::now();
   if (!ready(began)) return std::nullopt;
   proto::ExtendMachine machine(*proto_, proto_->next_job(), lock, ttl);
@@ -471,7 +478,7 @@ std::optional<ExtendResult> Lane::extend(const Lock& lock, Milliseconds ttl) {
   proto::Actions out;
   machine.start(began, out);
   drive(call, out);
-  forget_pending();  // the late nodes' replies: read by settle(), wanted by nobody
+  forget_pending();  // the late nodes' replies: read by the next calls, wanted by nobody
   if (!call.extended) return std::nullopt;  // cannot happen; the loop then answers
   notify_operation(config_, Operation::extend, call.extended->error, call.extended->votes,
                    lock.resources, began);
@@ -484,7 +491,6 @@ std::optional<ReleaseResult> Lane::release(const Lock& lock) {
   auto guard = take(mutex_);
   if (!guard.owns_lock()) return std::nullopt;
   InLaneCall inside;
-  settle();
   const auto began = Clock::now();
   if (!ready(began)) return std::nullopt;
   proto::ReleaseMachine machine(*proto_, proto_->next_job(), lock);
@@ -499,7 +505,7 @@ std::optional<ReleaseResult> Lane::release(const Lock& lock) {
   proto::Actions out;
   machine.start(began, out);
   drive(call, out);
-  forget_pending();  // the late nodes' replies: read by settle(), wanted by nobody
+  forget_pending();  // the late nodes' replies: read by the next calls, wanted by nobody
   if (!call.released) return std::nullopt;  // cannot happen; the loop then answers
   notify_operation(config_, Operation::release, call.released->error, call.released->votes,
                    lock.resources, began);
@@ -516,25 +522,6 @@ bool Lane::pending() const {
 void Lane::forget_pending() {
   for (auto& s : slots_)
     for (auto& p : s->pending) p.wanted = false;
-}
-
-void Lane::settle() {
-  if (leftover_ == nullptr && !pending()) return;
-  proto::AcquireMachine* machine = leftover_.get();
-  Call call;
-  call.target.reply = [machine](proto::RequestId id, std::size_t node, std::vector<NodeVote> votes,
-                                Clock::time_point now, proto::Actions& out) {
-    if (machine != nullptr) machine->on_reply(id, node, std::move(votes), now, out);
-  };
-  call.target.timer = [machine](proto::TimerId id, Clock::time_point now, proto::Actions& out) {
-    if (machine != nullptr) machine->on_timer(id, now, out);
-  };
-  call.target.done = [machine] { return machine == nullptr || machine->done(); };
-  proto::Actions none;
-  drive(call, none);
-  forget_pending();  // nothing is left (drive() read it all); kept for the rule's sake
-  leftover_.reset();
-  tell_quick_acquire();
 }
 
 void Lane::learn_quick_acquire() {

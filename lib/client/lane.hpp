@@ -5,8 +5,9 @@
 // clean-up of a failed attempt, the quick command and its fallback), writes its Sends at once,
 // polls the lane's sockets with the machine's timers and the requests' deadlines as the timeout,
 // and feeds it the replies decoded by the same decoders, until its result (a grant, an extend, a
-// release: at the verdict, as the floor; the late nodes' replies are read at the start of the
-// next call) or, for a refused acquire, until its clean-up was answered.
+// release: at the verdict, as the floor; the late nodes' replies stay pending on their
+// connections and are read by the next calls as they come) or, for a refused acquire, until
+// its clean-up was answered.
 //
 // One caller at a time (a mutex, tried: a second blocking caller uses the loop as before). A call
 // takes the lane only when every node's loop session finished its handshake and safeguards, the
@@ -91,9 +92,6 @@ class Lane {
   // Drives one machine to its end: its result delivered, nothing of it on its way, every
   // reply read (or its connection closed at its deadline).
   void drive(Call& call, proto::Actions& first);
-  // Reads what the previous call left on its way (the replies of nodes later than the
-  // verdict), feeding them to the machine that still wants them (a granted acquire's).
-  void settle();
   bool pending() const;
   // The pending replies go to nobody (their operation has its result).
   void forget_pending();
@@ -109,8 +107,6 @@ class Lane {
   std::vector<std::unique_ptr<Slot>> slots_;
   std::mt19937_64 rng_;
   std::unique_ptr<proto::Context> proto_;
-  // A granted acquire whose late replies are still on their way (after proto_: freed first).
-  std::unique_ptr<proto::AcquireMachine> leftover_;
   std::vector<pollfd> fds_;  // scratch for poll(), kept between calls
   std::vector<std::size_t> fd_slot_;
   std::unordered_set<std::string> lost_tokens_;

@@ -104,15 +104,21 @@ TEST(Lane, AFailedLaneConnectionIsOpenedAgainByTheNextCall) {
   ASSERT_TRUE(first) << first.message();
   ASSERT_TRUE(client.release(first.lock));
 
-  // Paused, node 2 answers nothing: the lane's request to it times out and its lane connection
-  // is closed (in this call, or in the next one that reads its late reply), and opening it
-  // again fails while it is paused (that call then goes to the loop). Either way, a quorum.
+  // Another client holds a key on every node; node 2 is paused. Our attempt at that key is
+  // refused by nodes 0 and 1 and waits for node 2's reply (a refused attempt reads its replies
+  // and its clean-up's) until the request timeout: the lane's connection to node 2 is closed.
+  Client other(lane_config(cluster));
+  auto held = other.try_acquire("lane:down:held", 10000ms);
+  ASSERT_TRUE(held) << held.message();
+  ASSERT_TRUE(test::eventually(
+      [&] { return cluster.count_holding("redlock:lane:down:held", held.lock.token) == 3u; }));
   const auto opened_before = opened();
+  const auto served_before = served();
   cluster[2].pause();
-  auto during = client.try_acquire("lane:down", 5000ms);
-  ASSERT_TRUE(during) << during.message();  // a quorum of two
-  EXPECT_NE(during.votes.nodes[2].vote, Vote::yes);
-  ASSERT_TRUE(client.release(during.lock));
+  auto refused = client.try_acquire("lane:down:held", 5000ms);
+  EXPECT_FALSE(refused);
+  EXPECT_EQ(refused.error, Errc::not_acquired) << refused.message();
+  EXPECT_EQ(served() - served_before, 1u);
   cluster[2].resume();
 
   // A later call opens the lane's connection to it again and finds its vote there (a call made
