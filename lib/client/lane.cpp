@@ -123,7 +123,8 @@ Lane::~Lane() = default;
 
 bool Lane::ready(Clock::time_point now) {
   // The loop's sessions: cheap to check (an atomic per node) unless one changed.
-  for (auto& s : slots_) {
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    auto& s = slots_[i];
     auto epoch = s->node->session_epoch();
     if (epoch != s->epoch) {
       auto view = s->node->session_view();
@@ -134,7 +135,7 @@ bool Lane::ready(Clock::time_point now) {
       s->eligible_from = view.eligible_from;
       s->guarded = view.guarded;
       if (s->socket.is_open() && (s->socket.ip() != s->ip || s->socket.run_id() != s->run_id))
-        s->socket.close();  // another server, or another address: open again
+        drop(*s, i);  // another server, or another address: open again
     }
     if (!s->usable || now < s->eligible_from) return false;
   }
@@ -512,6 +513,17 @@ std::optional<ReleaseResult> Lane::release(const Lock& lock) {
   if (call.released->error == Errc::not_held) found_lost(lock, began, call.released->error);
   lane_counters().served.fetch_add(1, std::memory_order_relaxed);
   return std::move(call.released);
+}
+
+void Lane::drop(Slot& s, std::size_t node) {
+  // What earlier calls left on its way is wanted by nobody (each call ends with
+  // forget_pending()), but a release among it has an unknown outcome: the loop sends it again.
+  for (auto& p : s.pending)
+    if (p.request != nullptr && p.request->script == proto::ScriptId::release)
+      loop_.release(node, p.request);
+  s.pending.clear();
+  s.dirty = false;
+  s.socket.close();
 }
 
 bool Lane::pending() const {

@@ -93,6 +93,9 @@ class Lane {
   // reply read (or its connection closed at its deadline).
   void drive(Call& call, proto::Actions& first);
   bool pending() const;
+  // Closes node `node`'s lane connection outside a call, with what earlier calls left on it (a
+  // reply there must never be matched to a request on the next connection).
+  void drop(Slot& s, std::size_t node);
   // The pending replies go to nobody (their operation has its result).
   void forget_pending();
   // The quick acquire's fate, shared with the loop both ways (one client, one answer).
