@@ -134,8 +134,9 @@ bool Lane::ready(Clock::time_point now) {
       s->run_id = std::move(view.run_id);
       s->eligible_from = view.eligible_from;
       s->guarded = view.guarded;
-      if (s->socket.is_open() && (s->socket.ip() != s->ip || s->socket.run_id() != s->run_id))
-        drop(*s, i);  // another server, or another address: open again
+      // The loop's connection was lost or replaced: whatever did it (the server killed its
+      // clients, a restart, another address) may have hit the lane's too. Open it again.
+      if (s->socket.is_open()) drop(*s, i);
     }
     if (!s->usable || now < s->eligible_from) return false;
   }
@@ -289,18 +290,12 @@ void Lane::drive(Call& call, proto::Actions& first) {
         continue;
       }
     }
-    bool expired = false;
-    for (std::size_t i = 0; i < slots_.size(); ++i) {
-      auto& s = *slots_[i];
-      if (!s.pending.empty() &&
-          std::any_of(s.pending.begin(), s.pending.end(),
-                      [&](const LanePending& p) { return p.deadline <= now; })) {
-        // Replies come in order: once one is late, nothing more on this connection is trusted.
-        fail_slot(i, make_error_code(Errc::request_timeout), "no reply within " + ms_text(timeout));
-        expired = true;
-      }
-    }
-    if (expired) continue;
+    // A deadline passed: first read what already arrived (a reply of an earlier call may have
+    // waited in its socket while the lane was not used), then judge.
+    const bool late = std::any_of(slots_.begin(), slots_.end(), [&](const auto& slot) {
+      return std::any_of(slot->pending.begin(), slot->pending.end(),
+                         [&](const LanePending& p) { return p.deadline <= now; });
+    });
 
     fds.clear();
     fd_slot.clear();
@@ -310,9 +305,9 @@ void Lane::drive(Call& call, proto::Actions& first) {
         fd_slot.push_back(i);
       }
     auto left = std::chrono::ceil<Milliseconds>(wake - now).count();
-    int rc =
-        ::poll(fds.data(), fds.size(), static_cast<int>(std::clamp<long long>(left, 0, 1 << 30)));
-    if (rc <= 0) continue;  // a deadline or a timer is due (or EINTR): judged above
+    int rc = ::poll(fds.data(), fds.size(),
+                    late ? 0 : static_cast<int>(std::clamp<long long>(left, 0, 1 << 30)));
+    if (rc <= 0 && !late) continue;  // a timer or a deadline is due (or EINTR): judged above
     for (std::size_t k = 0; k < fds.size(); ++k) {
       if (fds[k].revents == 0) continue;
       const std::size_t i = fd_slot[k];
@@ -389,6 +384,17 @@ void Lane::drive(Call& call, proto::Actions& first) {
           v.latency = std::chrono::duration_cast<microseconds>(received - p.sent);
         call.target.reply(p.id, i, std::move(votes), received, out);
         run(out);
+      }
+    }
+    if (late) {
+      const auto after = Clock::now();
+      for (std::size_t i = 0; i < slots_.size(); ++i) {
+        auto& s = *slots_[i];
+        if (std::any_of(s.pending.begin(), s.pending.end(),
+                        [&](const LanePending& p) { return p.deadline <= after; }))
+          // Replies come in order: once one is late, nothing more on this connection is trusted.
+          fail_slot(i, make_error_code(Errc::request_timeout),
+                    "no reply within " + ms_text(timeout));
       }
     }
   }
