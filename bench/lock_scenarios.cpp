@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "common.hpp"
+#include "ours.hpp"
 #include "redlock/redlock.hpp"
 #include "scenarios.hpp"
 #include "server_probe.hpp"
@@ -26,9 +27,10 @@ using Ms = std::chrono::milliseconds;
 
 std::string g_tls_ca_file;  // set once, before any scenario runs
 
-std::unique_ptr<redlock::Client> new_client(
-    const std::vector<std::uint16_t>& ports,
-    const std::function<void(redlock::Config&)>& tune = {}) {
+}  // namespace
+
+std::unique_ptr<redlock::Client> new_client(const std::vector<std::uint16_t>& ports,
+                                            const std::function<void(redlock::Config&)>& tune) {
   auto config = redlock::Config::from_node_list(node_list(ports));
   if (!g_tls_ca_file.empty()) {
     config.tls.ca_file = g_tls_ca_file;
@@ -59,6 +61,8 @@ std::string error_name(std::error_code ec) {
     return redlock::errc_name(static_cast<redlock::Errc>(ec.value()));
   return ec.message();
 }
+
+namespace {
 
 // Sequential try_acquire + release of one reused key.
 struct Cycles {

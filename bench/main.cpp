@@ -35,10 +35,14 @@ void on_signal(int sig) {
 const char* kUsage =
     "usage: redlock_scenarios --ports P[,P...] [--scenarios LIST] [options]\n"
     "scenarios (comma list; default uncontended_latency,throughput,contention, the ones\n"
-    "shared with peerbench): uncontended_latency readme_call throughput contention bad_minority\n"
+    "shared with peerbench): uncontended_latency readme_call throughput contention semaphore\n"
+    "bad_minority "
     "watchdog_scale floor_latency floor_throughput handoff_floor\n"
     "options: --iters 2000 --warmup 200 --tput-workers 64 --tput-duration 4\n"
     "  --cont-workers 8 --cont-duration 5 --hold-ms 1 --cont-modes rotate,ffa --cont-wait-ms 2000\n"
+    "  --permits 4 --sem-workers 16 --sem-wait-ms 10000\n"
+    "  --sem-clients 0 (semaphore; 0: a Client per worker; also --cont-duration, "
+    "--hold-ms)\n"
     "  --faulty 2 --delayed-ports P,P --held 10000 --hold-threads 1 --lease-ms 3000\n"
     "  --window 6\n"
     "  --ttl 10000 --label TEXT --impl redlock-cpp --max-seconds 120\n"
@@ -112,12 +116,13 @@ int main(int argc, char** argv) {
   double max_seconds = 120;
   try {
     static const char* known[] = {
-        "ports",         "scenarios",     "iters",          "warmup",
-        "tput-workers",  "tput-duration", "cont-workers",   "cont-duration",
-        "hold-ms",       "cont-modes",    "cont-wait-ms",   "faulty",
-        "delayed-ports", "held",          "hold-threads",   "lease-ms",
-        "window",        "ttl",           "label",          "impl",
-        "max-seconds",   "tls-cacert",    "alternate-floor"};
+        "ports",         "scenarios",     "iters",           "warmup",
+        "tput-workers",  "tput-duration", "cont-workers",    "cont-duration",
+        "hold-ms",       "cont-modes",    "cont-wait-ms",    "faulty",
+        "delayed-ports", "held",          "hold-threads",    "lease-ms",
+        "window",        "ttl",           "label",           "impl",
+        "max-seconds",   "tls-cacert",    "alternate-floor", "permits",
+        "sem-workers",   "sem-wait-ms",   "sem-clients"};
     for (const auto& [k, v] : args) {
       bool ok = false;
       for (const char* name : known) ok = ok || k == name;
@@ -139,6 +144,10 @@ int main(int argc, char** argv) {
     o.cont_duration_s = number(args, "cont-duration", o.cont_duration_s, 0.1, 60);
     o.hold_us = static_cast<int>(number(args, "hold-ms", o.hold_us / 1000.0, 0, 1000) * 1000);
     o.cont_wait_ms = static_cast<int>(number(args, "cont-wait-ms", o.cont_wait_ms, 0, 60000));
+    o.permits = static_cast<int>(number(args, "permits", o.permits, 1, 1024));
+    o.sem_workers = static_cast<int>(number(args, "sem-workers", o.sem_workers, 1, 256));
+    o.sem_clients = static_cast<int>(number(args, "sem-clients", 0, 0, 256));
+    o.sem_wait_ms = static_cast<int>(number(args, "sem-wait-ms", o.sem_wait_ms, 1, 60000));
     o.faulty = static_cast<int>(number(args, "faulty", o.faulty, 1, 4));
     o.held = static_cast<int>(number(args, "held", o.held, 1, 1e6));
     o.hold_threads = static_cast<int>(number(args, "hold-threads", o.hold_threads, 1, 64));
@@ -187,6 +196,8 @@ int main(int argc, char** argv) {
         throughput(o);
       else if (s == "contention")
         contention(o);
+      else if (s == "semaphore")
+        semaphore(o);
       else if (s == "bad_minority")
         bad_minority(o);
       else if (s == "watchdog_scale")

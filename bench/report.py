@@ -169,6 +169,78 @@ def readme_section(recs, env):
     return md
 
 
+def sem_round_of(r):
+    """The round of a line of BENCH_ONLY=semaphore (label "<pin> semaphore round K"), else None."""
+    m = re.search(r"semaphore round (\d+)", str(r.get("label") or ""))
+    return int(m.group(1)) if m else None
+
+
+def semaphore_section(recs, env):
+    """BENCH_ONLY=semaphore: ours (scenario semaphore) against redis-semaphore's RedlockSemaphore
+    (peerbench's scenario semaphore, and the same through bench/peer_semaphore.mjs with the
+    hand-off gap and the time series), per N and round."""
+    lines = [r for r in recs if r.get("scenario") == "semaphore" and sem_round_of(r) is not None]
+    md = ["### A counting semaphore against redis-semaphore", ""]
+    if not lines:
+        return md + ["(not run)", ""]
+    ns = sorted({r["nodes"] for r in lines if isinstance(r.get("nodes"), int)})
+    rounds = sorted({sem_round_of(r) for r in lines})
+
+    def ms(r, key):
+        v = get(r, key)
+        return fmt(None if v is None else v / 1000)
+
+    def buckets(r):
+        b = [x for x in (r or {}).get("in_use_per_bucket") or [] if isinstance(x, (int, float))]
+        return f"{fmt(min(b))} / {fmt(sum(b) / len(b))}" if b else "–"
+
+    rows, notes = [], []
+    for n in ns:
+        for k in rounds:
+            for impl, harness, name in ((OURS, None, "**ours**"), (RS, None, RS),
+                                        (RS, "bench/peer_semaphore.mjs", RS + " (with the gap)")):
+                r = next((x for x in reversed(lines) if x.get("impl") == impl and x.get("nodes") == n
+                          and sem_round_of(x) == k and x.get("harness") == harness), None)
+                if r is None and harness:
+                    continue
+                if r is None:
+                    rows.append([n, k, name] + ["–"] * 11)
+                    continue
+                rows.append([n, k, name, fmt(get(r, "acq_per_s")), fmt(get(r, "permits_in_use_mean")),
+                             buckets(r), pct(get(r, "all_permits_busy_fraction")), fmt(get(r, "max_holders")),
+                             fmt(get(r, "violations")), fmt(get(r, "errors")), ms(r, "wait_us.p50"),
+                             ms(r, "wait_us.p99"), ms(r, "handoff_gap_us.p50"), ms(r, "handoff_gap_us.p99")])
+                if r.get("first_error"):
+                    notes.append(f"{name} N={n} round {k}: first error “{r['first_error']}”")
+    permits = env.get("permits", "?")
+    md.append(table(["N", "round", "", "acq/s", "permits in use (mean)", "per 100 ms: min / mean", "all busy",
+                     "max holders", "violations", "errors", "wait p50 ms", "wait p99 ms", "hand-off gap p50 ms",
+                     "gap p99 ms"], rows))
+    md.append("")
+    ours = next((r for r in lines if r.get("impl") == OURS), {})
+    md.append(f"{env.get('sem_workers', ours.get('workers', '?'))} workers share {permits} permits of one key for "
+              f"{env.get('cont_duration_s', '?')} s, each acquiring a permit (a waiting acquire), holding it "
+              f"{ours.get('hold_ms', '?')} ms, releasing it, and again; each implementation a process of its own on "
+              "the client CPU, ours then the peer per N, then again. Ours: `client.acquire(AcquireRequest{{key}, "
+              "10 s, wait 10 s, permits = k})` and `client.release(lock)`, "
+              + ("a Client per worker" if ours.get("clients") in (None, "one per worker")
+                 else f"the workers sharing {ours.get('clients')} Client(s)")
+              + " (scenario `semaphore`). The peer: peerbench's `node/bench.mjs --scenarios semaphore` (redis-semaphore's "
+              "`RedlockSemaphore` over each worker's own ioredis connections, `retryInterval` 10 ms, "
+              "`acquireTimeout` 10 s); “(with the gap)”: the same scenario, options and bookkeeping through "
+              "`bench/peer_semaphore.mjs`, which adds the hand-off gap, the time series and “all busy”. Holders count from an acquire's return to the release call; “permits in "
+              "use” is their integral over the window divided by its length, “per 100 ms” the min and mean of "
+              "that mean per 100 ms bucket, “all busy” the share of the window with every permit held; a violation is a grant that made the holders more than k; wait is the acquire call. The "
+              "hand-off gap (peerbench's harness does not measure it): a release call made while some "
+              "worker is inside acquire opens a hand-off, and each grant closes the oldest open one (first in, "
+              "first out); the gap is the time between the two.")
+    md.append("")
+    if notes:
+        md.append("Errors: " + "; ".join(notes) + ".")
+        md.append("")
+    return md
+
+
 def watchdog_section(w, wd):
     """Part 5 (and BENCH_ONLY=million): held locks renewing themselves, CPU and memory per lock."""
     if not wd:
@@ -258,7 +330,10 @@ def main():
     env = next((r for r in recs if r.get("impl") == "env"), {})
     end = next((r for r in recs if r.get("impl") == "env_end"), {})
     peers = bool(env.get("peers"))
-    md = readme_section(recs, env) if env.get("only") != "million" else []
+    if env.get("only") == "semaphore":
+        md = semaphore_section(recs, env)
+    else:
+        md = readme_section(recs, env) if env.get("only") != "million" else []
     w = md.append
 
     w(f"Run of {env.get('date', '?')}, placement `{env.get('pin', '?')}` (servers on CPU "
@@ -267,8 +342,8 @@ def main():
       f"{' with local changes in lib/ or include/' if env.get('dirty') else ''}; machine CPU busy "
       f"{end.get('machine_cpu_busy_fraction', '?')} over {end.get('elapsed_s', '?')} s of measurements.")
     w("")
-    if env.get("only") == "readme":
-        w("Only the table above was measured (`BENCH_ONLY=readme`).")
+    if env.get("only") in ("readme", "semaphore"):
+        w(f"Only the table above was measured (`BENCH_ONLY={env['only']}`).")
         print("\n".join(md))
         return 0
     if env.get("only") == "million":

@@ -38,6 +38,16 @@
 #                           (client CPU per lock against the floor's), then the watchdog with
 #                           1,000,000 held locks on one master, lease 30 s, a 20 s window
 #                           (BENCH_HELD, BENCH_LEASE_MS, BENCH_WINDOW, BENCH_HOLD_THREADS=32)
+#   BENCH_ONLY=semaphore    a counting semaphore against redis-semaphore's RedlockSemaphore:
+#                           at N = 3 and 5 (BENCH_SEM_NODES), ours (redlock_scenarios
+#                           --scenarios semaphore) then peerbench's `semaphore` scenario, 16
+#                           workers (BENCH_SEM_WORKERS) sharing 4 permits (BENCH_PERMITS) of one
+#                           key, holds of 1 ms, 2 s each (BENCH_CONT_DURATION), then the same
+#                           through bench/peer_semaphore.mjs (the peer's scenario with the
+#                           hand-off gap added), two rounds alternating (BENCH_SEM_ROUNDS):
+#                           under a minute. BENCH_SEM_CLIENTS=1: our workers share one Client
+#                           (default 0: a Client per worker, as the peer's have their own
+#                           connections)
 #   BENCH_NODE_PEERS="node-redlock redlock-universal redis-semaphore"   the peers (bench.mjs --impl)
 #   BENCH_CONT_PEERS="node-redlock redlock-universal redis-semaphore"   the peers that also run
 #                           contention (latency and locks/s run for every peer)
@@ -74,6 +84,11 @@ CONT_PEERS=" ${BENCH_CONT_PEERS:-node-redlock redlock-universal redis-semaphore}
 PEER_CONT_SETTINGS=${BENCH_PEER_CONT_SETTINGS:-tuned}
 README_NODES="1 3 5"
 README_ROUNDS=2
+SEM_NODES=
+SEM_ROUNDS=${BENCH_SEM_ROUNDS:-2}
+PERMITS=${BENCH_PERMITS:-4}
+SEM_WORKERS=${BENCH_SEM_WORKERS:-16}
+SEM_CLIENTS=${BENCH_SEM_CLIENTS:-0}
 LAT_NODES="1 3 5 7 9"
 TPUT_NODES="1 3 5"
 MAXN=9
@@ -87,7 +102,13 @@ case $ONLY in
     HELD=${BENCH_HELD:-1000000} LEASE_MS=${BENCH_LEASE_MS:-30000} WINDOW=${BENCH_WINDOW:-20}
     HOLD_THREADS=${BENCH_HOLD_THREADS:-32} BUDGET=${BENCH_BUDGET:-600}
     ;;
-  *) echo "bench/run.sh: BENCH_ONLY must be readme or million (or unset)" >&2; exit 2 ;;
+  # A counting semaphore against redis-semaphore's, in peerbench's `semaphore` shape.
+  semaphore)
+    LAT_NODES= TPUT_NODES= MAXN=5 SKIP="$SKIP readme minority watchdog chart "
+    SEM_NODES=${BENCH_SEM_NODES:-3 5} CONT_DURATION=${BENCH_CONT_DURATION:-2}
+    NODE_PEERS=${BENCH_NODE_PEERS:-redis-semaphore}
+    ;;
+  *) echo "bench/run.sh: BENCH_ONLY must be readme, million or semaphore (or unset)" >&2; exit 2 ;;
 esac
 BUILD=$ROOT/build/bench
 PEERBENCH=${REDLOCK_PEERBENCH:-$ROOT/../shared/peerbench}
@@ -270,7 +291,8 @@ rec = {"impl": "env", "date": sh("date -u +%FT%TZ"), "kernel": os.uname().releas
        "redis": sh("redis-server --version").split("v=")[-1].split()[0],
        "node": sh("node --version") if $PEERS else None, "peers": bool($PEERS),
        "node_peers": "${NODE_PEERS}".split() if $PEERS else [], "only": "$ONLY",
-       "readme_rounds": $README_ROUNDS,
+       "readme_rounds": $README_ROUNDS, "sem_rounds": $SEM_ROUNDS, "permits": $PERMITS,
+       "sem_workers": $SEM_WORKERS, "sem_clients": $SEM_CLIENTS,
        "peer_note": """$PEER_NOTE""", "commit": sh("git rev-parse --short HEAD"),
        "dirty": bool(sh("git status --porcelain -- lib include")),
        "busiest_procs_start": sh("ps -eo pcpu=,comm= --sort=-pcpu | head -4"),
@@ -342,6 +364,33 @@ if ! skipped readme; then
   done
   LABEL=$PIN
 fi
+
+# ---- BENCH_ONLY=semaphore: ours against redis-semaphore's RedlockSemaphore ----
+# Per N, ours (a Client per worker, a waiting acquire of one of PERMITS permits) and then the
+# peer (peerbench's `semaphore` scenario: a RedlockSemaphore over each worker's own ioredis
+# connections), each a process of its own, then the same again; the lines carry
+# "<pin> semaphore round K".
+for n in $SEM_NODES; do
+  for ((round = 1; round <= SEM_ROUNDS; round++)); do
+    LABEL="$PIN semaphore round $round"
+    ours $((CONT_DURATION + 25)) "semaphore N=$n round $round: redlock-cpp, $PERMITS permits, $SEM_WORKERS workers" \
+      "$n" --scenarios semaphore --permits "$PERMITS" --sem-workers "$SEM_WORKERS" \
+      --hold-ms "$HOLD_MS" --cont-duration "$CONT_DURATION" --sem-clients "$SEM_CLIENTS"
+    if ((PEERS)) && [[ " $NODE_PEERS " == *" redis-semaphore "* ]]; then
+      node_peer $((CONT_DURATION + 25)) redis-semaphore "$n" semaphore --permits "$PERMITS" \
+        --sem-workers "$SEM_WORKERS"
+      # The same scenario again through bench/peer_semaphore.mjs, which adds the hand-off gap and
+      # the time series that peerbench's harness does not measure.
+      cp bench/peer_semaphore.mjs "$PB_WORK/node/peer_semaphore.mjs"
+      step $((CONT_DURATION + 25)) "redis-semaphore N=$n (semaphore, with the hand-off gap)" \
+        node "$PB_WORK/node/peer_semaphore.mjs" --ports "$(ports_for "$n")" --permits "$PERMITS" \
+        --sem-workers "$SEM_WORKERS" --hold-ms "$HOLD_MS" --cont-duration "$CONT_DURATION" \
+        --max-seconds $((CONT_DURATION + 25)) --label "$LABEL"
+      flush "$n"
+    fi
+  done
+done
+LABEL=$PIN
 
 # ---- 1-3: per N ----
 for n in $LAT_NODES; do

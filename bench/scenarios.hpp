@@ -33,6 +33,12 @@ struct Options {
   int hold_us = 1000;
   int cont_wait_ms = 2000;
   std::vector<std::string> cont_modes{"rotate", "ffa"};
+  // semaphore: sem_workers workers share `permits` permits of one key for cont_duration_s, each
+  // holding hold_us; a waiting acquire waits at most sem_wait_ms (the peer's acquireTimeout)
+  int permits = 4;
+  int sem_workers = 16;
+  int sem_wait_ms = 10'000;
+  int sem_clients = 0;  // Clients shared round-robin by the workers; 0: one per worker
   // bad minority
   int faulty = 2;
   // watchdog at scale
@@ -52,6 +58,8 @@ void uncontended_latency(const Options& o);
 void readme_call(const Options& o);
 void throughput(const Options& o);
 void contention(const Options& o);
+// A counting semaphore under load, peerbench's `semaphore` shape (semaphore.cpp).
+void semaphore(const Options& o);
 void bad_minority(const Options& o);
 void watchdog_scale(const Options& o);
 

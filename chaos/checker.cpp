@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <utility>
 
 namespace redlock::chaos {
@@ -10,6 +11,45 @@ namespace {
 
 std::int64_t end_in(const Section& s, Mode mode) {
   return mode == Mode::claimed ? claimed_end(s) : s.end;
+}
+
+// One interval per grant of the sections `keep` accepts: sections that share a token (the
+// processes of one `redlock run` command, say) are one holder, spanning from the first start to
+// the last end. Empty ones occupy no time and are left out. By resource, then start, then end.
+struct Grant {
+  std::size_t index;  // a section of the grant (its first), for the examples
+  std::int64_t start;
+  std::int64_t end;
+};
+template <typename Keep>
+std::vector<Grant> grants_of(const std::vector<Section>& sections, Mode mode, Keep&& keep) {
+  std::vector<Grant> grants;
+  grants.reserve(sections.size());
+  std::map<std::pair<std::string, std::string>, std::size_t> by_token;
+  for (std::size_t i = 0; i < sections.size(); ++i) {
+    const auto& s = sections[i];
+    if (!keep(s)) continue;
+    auto end = end_in(s, mode);
+    if (end <= s.start) continue;  // empty: occupies no time
+    if (!s.token.empty()) {
+      auto [it, fresh] = by_token.emplace(std::make_pair(s.resource, s.token), grants.size());
+      if (!fresh) {
+        auto& merged = grants[it->second];
+        merged.start = std::min(merged.start, s.start);
+        merged.end = std::max(merged.end, end);
+        continue;
+      }
+    }
+    grants.push_back({i, s.start, end});
+  }
+  std::sort(grants.begin(), grants.end(), [&](const Grant& x, const Grant& y) {
+    const auto& rx = sections[x.index].resource;
+    const auto& ry = sections[y.index].resource;
+    if (rx != ry) return rx < ry;
+    if (x.start != y.start) return x.start < y.start;
+    return x.end < y.end;
+  });
+  return grants;
 }
 
 }  // namespace
@@ -20,39 +60,8 @@ std::int64_t claimed_end(const Section& s) {
 
 OverlapResult find_overlaps(const std::vector<Section>& sections, Mode mode,
                             std::size_t max_examples) {
-  // One interval per grant: sections that share a token (the processes of one `redlock run`
-  // command, say) are one holder, spanning from the first start to the last end.
-  struct Interval {
-    std::size_t index;  // a section of the grant, for the examples
-    std::int64_t start;
-    std::int64_t end;
-  };
-  std::vector<Interval> intervals;
-  intervals.reserve(sections.size());
-  std::map<std::pair<std::string, std::string>, std::size_t> by_token;
-  for (std::size_t i = 0; i < sections.size(); ++i) {
-    const auto& s = sections[i];
-    auto end = end_in(s, mode);
-    if (end <= s.start) continue;  // empty: occupies no time
-    if (!s.token.empty()) {
-      auto [it, fresh] = by_token.emplace(std::make_pair(s.resource, s.token), intervals.size());
-      if (!fresh) {
-        auto& merged = intervals[it->second];
-        merged.start = std::min(merged.start, s.start);
-        merged.end = std::max(merged.end, end);
-        continue;
-      }
-    }
-    intervals.push_back({i, s.start, end});
-  }
-  // By resource, then start, then end.
-  std::sort(intervals.begin(), intervals.end(), [&](const Interval& x, const Interval& y) {
-    const auto& rx = sections[x.index].resource;
-    const auto& ry = sections[y.index].resource;
-    if (rx != ry) return rx < ry;
-    if (x.start != y.start) return x.start < y.start;
-    return x.end < y.end;
-  });
+  using Interval = Grant;
+  auto intervals = grants_of(sections, mode, [](const Section&) { return true; });
 
   OverlapResult result;
   const std::string* resource = nullptr;
@@ -134,7 +143,114 @@ Section section_from_record(const Record& r) {
   s.fence = r.get_int("fence");
   s.wrote = r.get_int("wrote") == 1;
   s.rejected = r.get_int("rejected") == 1;
+  s.permits = static_cast<int>(r.get_int("permits", 0));
+  s.slot = static_cast<int>(r.get_int("slot", -1));
   return s;
+}
+
+std::vector<Section> by_slot(const std::vector<Section>& sections) {
+  auto v = sections;
+  for (auto& s : v)
+    if (is_permit(s)) s.resource += "#slot" + std::to_string(s.slot);
+  return v;
+}
+
+PermitResult find_permit_excess(const std::vector<Section>& sections, Mode mode,
+                                std::size_t max_examples) {
+  PermitResult result;
+  // Only resources that some permit names: a mutex section of such a resource is a holder with
+  // another k (0), which the semaphore's nodes refuse.
+  std::set<std::string> semaphores;
+  for (const auto& s : sections)
+    if (is_permit(s)) semaphores.insert(s.resource);
+  if (semaphores.empty()) return result;
+
+  struct Interval {
+    std::size_t index;
+    std::int64_t start;
+    std::int64_t end;
+    int k;
+  };
+  for (const auto& s : sections)
+    if (semaphores.count(s.resource) != 0 && is_permit(s) && (s.slot < 0 || s.slot >= s.permits))
+      ++result.bad_slot;
+  std::vector<Interval> intervals;
+  for (const auto& g : grants_of(
+           sections, mode, [&](const Section& s) { return semaphores.count(s.resource) != 0; }))
+    intervals.push_back({g.index, g.start, g.end, sections[g.index].permits});
+
+  // The sweep: the open grants by end, and how many of them have each k.
+  std::set<std::pair<std::int64_t, std::size_t>> open;  // (end, position in intervals)
+  std::map<int, std::size_t> ks;
+  const std::string* resource = nullptr;
+  for (std::size_t n = 0; n < intervals.size(); ++n) {
+    const auto& iv = intervals[n];
+    const auto& r = sections[iv.index].resource;
+    if (resource == nullptr || *resource != r) {
+      resource = &r;
+      open.clear();
+      ks.clear();
+    }
+    // Half-open: a grant that ends where this one starts is closed.
+    while (!open.empty() && open.begin()->first <= iv.start) {
+      auto k = intervals[open.begin()->second].k;
+      if (--ks[k] == 0) ks.erase(k);
+      open.erase(open.begin());
+    }
+    if (!ks.empty() && (ks.size() > 1 || ks.begin()->first != iv.k)) ++result.mismatch;
+    open.insert({iv.end, n});
+    ++ks[iv.k];
+    result.max_open = std::max(result.max_open, open.size());
+    if (static_cast<int>(open.size()) > std::max(iv.k, 1)) {
+      ++result.excess;
+      if (result.examples.size() < max_examples) {
+        PermitExcess e;
+        e.at = iv.start;
+        e.k = iv.k;
+        for (const auto& [end, m] : open) {
+          if (m == n) continue;
+          e.holders.push_back(intervals[m].index);
+          e.starts.push_back(intervals[m].start);
+          e.ends.push_back(intervals[m].end);
+        }
+        e.holders.push_back(iv.index);
+        e.starts.push_back(iv.start);
+        e.ends.push_back(iv.end);
+        result.examples.push_back(std::move(e));
+      }
+    }
+  }
+
+  // Each slot is a mutex: two grants of one slot must never overlap.
+  auto slots = by_slot(sections);
+  std::vector<Section> permits;
+  std::vector<std::size_t> original;  // index in `sections` of each of `permits`
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    if (!is_permit(slots[i])) continue;
+    permits.push_back(std::move(slots[i]));
+    original.push_back(i);
+  }
+  result.slot_overlaps = find_overlaps(permits, mode, max_examples);
+  for (auto& ex : result.slot_overlaps.examples) {
+    ex.earlier = original[ex.earlier];
+    ex.later = original[ex.later];
+  }
+  result.slot = result.slot_overlaps.count;
+  return result;
+}
+
+std::string describe(const std::vector<Section>& sections, const PermitExcess& e, std::int64_t t0) {
+  auto sec = [t0](std::int64_t ns) { return static_cast<double>(ns - t0) / 1e9; };
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "%zu holders of k=%d at %.3f:", e.holders.size(), e.k, sec(e.at));
+  std::string text = buf;
+  for (std::size_t i = 0; i < e.holders.size(); ++i) {
+    const auto& s = sections[e.holders[i]];
+    std::snprintf(buf, sizeof buf, "%s %s (slot %d) [%.3f, %.3f)", i ? "," : "", s.worker.c_str(),
+                  s.slot, sec(e.starts[i]), sec(e.ends[i]));
+    text += buf;
+  }
+  return text;
 }
 
 std::string describe(const std::vector<Section>& sections, const Overlap& o, std::int64_t t0) {

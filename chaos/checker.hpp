@@ -31,6 +31,8 @@ struct Section {
   std::int64_t fence = 0;     // the grant's fencing token; 0: none asked for
   bool wrote = false;         // it wrote the shared counter (read-modify-write)
   bool rejected = false;      // the storage refused its write (fencing token below one it saw)
+  int permits = 0;            // a permit of a semaphore of this many (k); 0: a mutex
+  int slot = -1;              // the permit's slot, 0 to k - 1; -1: a mutex
 };
 
 // End of a section in claimed mode: min(end, deadline), or end when no deadline was reported.
@@ -67,6 +69,50 @@ std::size_t fencing_violations(const std::vector<Section>& sections);
 
 // Lost updates of the shared counter: sections that wrote it, minus its final value.
 std::int64_t lost_updates(const std::vector<Section>& sections, std::int64_t final_counter);
+
+// --- semaphores ----------------------------------------------------------------------------
+// Sections with permits > 0 are permits of a semaphore of k = permits: up to k holders of the
+// resource at once, each in a slot of its own. find_overlaps (a mutex's check) does not apply to
+// them; find_permit_excess does, in either mode:
+//   excess:   a grant starts while k or more grants of the same resource are open, so that more
+//             than k are open at once (counted once per such start, in an O(n log n) sweep);
+//   slot:     two grants of one slot overlap (each slot is a mutex: find_overlaps per slot);
+//   mismatch: a grant starts while a grant of the resource with another k (or a mutex section of
+//             it) is open: every holder of one semaphore at one time has one k;
+//   bad_slot: a permit whose slot is not in 0..k-1.
+// Sections that share a token are one grant, as for the mutex. Intervals are half-open.
+
+struct PermitExcess {
+  std::int64_t at = 0;               // the start that made too many open
+  int k = 0;                         // its k
+  std::vector<std::size_t> holders;  // a section of each open grant, that one last
+  std::vector<std::int64_t> starts;  // their intervals as checked
+  std::vector<std::int64_t> ends;
+};
+
+struct PermitResult {
+  std::size_t excess = 0;              // starts with more than k grants open
+  std::size_t slot = 0;                // overlaps of two grants of one slot
+  std::size_t mismatch = 0;            // starts while a grant with another k is open
+  std::size_t bad_slot = 0;            // permits whose slot is outside 0..k-1
+  std::size_t max_open = 0;            // the most grants of one resource open at once
+  std::vector<PermitExcess> examples;  // the first few excesses, in start order
+  OverlapResult slot_overlaps;         // of the per-slot view (by_slot)
+  std::size_t violations() const { return excess + slot + mismatch + bad_slot; }
+};
+
+// True for a permit of a semaphore (permits > 0).
+inline bool is_permit(const Section& s) { return s.permits > 0; }
+
+PermitResult find_permit_excess(const std::vector<Section>& sections, Mode mode,
+                                std::size_t max_examples = 3);
+
+// The sections with each permit's resource renamed to "resource#slot<S>": each slot is a mutex,
+// so find_overlaps, fencing_violations of that view judge slots one by one. Same indices.
+std::vector<Section> by_slot(const std::vector<Section>& sections);
+
+// "3 holders of k=2 at 1.234: w1 (slot 0) [1.000, 1.500), ..." (times in s, relative to t0).
+std::string describe(const std::vector<Section>& sections, const PermitExcess& e, std::int64_t t0);
 
 // A `section` record as a Section.
 Section section_from_record(const Record& r);

@@ -211,5 +211,176 @@ TEST(Checker, MatchesQuadraticReferenceOnRandomSets) {
   }
 }
 
+// --- semaphores --------------------------------------------------------------------------------
+
+Section permit(std::int64_t start, std::int64_t end, int k, int slot, std::string worker = "w",
+               std::int64_t deadline = 0, std::string resource = "r") {
+  auto s = sec(start, end, deadline, std::move(worker), std::move(resource));
+  s.permits = k;
+  s.slot = slot;
+  s.token = s.worker + "@" + std::to_string(start);
+  return s;
+}
+
+PermitResult permits_claimed(const std::vector<Section>& v) {
+  return find_permit_excess(v, Mode::claimed);
+}
+
+TEST(PermitChecker, ExactlyKOpenIsFine) {
+  // k = 2: two grants open at once, in different slots, again and again.
+  std::vector<Section> v = {permit(0, 10, 2, 0, "a"), permit(5, 20, 2, 1, "b"),
+                            permit(10, 30, 2, 0, "c"), permit(20, 25, 2, 1, "d")};
+  auto r = permits_claimed(v);
+  EXPECT_EQ(r.violations(), 0u);
+  EXPECT_EQ(r.max_open, 2u);
+  // The mutex's check would call them overlaps: permits are not for it.
+  EXPECT_GT(claimed(v), 0u);
+}
+
+TEST(PermitChecker, KPlusOneOpenIsCaught) {
+  std::vector<Section> v = {permit(0, 10, 2, 0, "a"), permit(2, 10, 2, 1, "b"),
+                            permit(4, 6, 2, 0, "c")};
+  auto r = permits_claimed(v);
+  EXPECT_EQ(r.excess, 1u);
+  EXPECT_EQ(r.max_open, 3u);
+  ASSERT_EQ(r.examples.size(), 1u);
+  EXPECT_EQ(r.examples[0].at, 4);
+  EXPECT_EQ(r.examples[0].k, 2);
+  ASSERT_EQ(r.examples[0].holders.size(), 3u);
+  EXPECT_EQ(r.examples[0].holders.back(), 2u);  // the one that made too many, last
+  EXPECT_EQ(r.slot, 1u);                        // c shares slot 0 with a
+  auto text = describe(v, r.examples[0], 0);
+  EXPECT_NE(text.find("3 holders of k=2"), std::string::npos) << text;
+  // k = 3 admits the same three.
+  for (auto& s : v) s.permits = 3;
+  v[2].slot = 2;
+  EXPECT_EQ(permits_claimed(v).violations(), 0u);
+}
+
+TEST(PermitChecker, HalfOpenEndsDoNotCount) {
+  // k = 1 in effect per slot, k = 2 overall: c starts exactly when a ends.
+  std::vector<Section> v = {permit(0, 10, 2, 0, "a"), permit(5, 20, 2, 1, "b"),
+                            permit(10, 15, 2, 0, "c")};
+  auto r = permits_claimed(v);
+  EXPECT_EQ(r.violations(), 0u);
+  // One nanosecond more of a: three open, and two in slot 0.
+  v[0].end = 11;
+  r = permits_claimed(v);
+  EXPECT_EQ(r.excess, 1u);
+  EXPECT_EQ(r.slot, 1u);
+}
+
+TEST(PermitChecker, ClaimedEndsAtTheDeadlineActualAtTheRelease) {
+  // a's validity ends at 6, its release comes at 10: claimed, c (from 8) makes two of k = 2.
+  std::vector<Section> v = {permit(0, 10, 2, 0, "a", 6), permit(2, 20, 2, 1, "b"),
+                            permit(8, 12, 2, 0, "c")};
+  EXPECT_EQ(find_permit_excess(v, Mode::claimed).violations(), 0u);
+  auto actual = find_permit_excess(v, Mode::actual);
+  EXPECT_EQ(actual.excess, 1u);
+  EXPECT_EQ(actual.slot, 1u);
+}
+
+TEST(PermitChecker, SameSlotOverlapIsCaughtEvenWithinK) {
+  // Two holders of k = 3, but both in slot 1: each slot is a mutex.
+  std::vector<Section> v = {permit(0, 10, 3, 1, "a"), permit(5, 15, 3, 1, "b")};
+  auto r = permits_claimed(v);
+  EXPECT_EQ(r.excess, 0u);
+  EXPECT_EQ(r.slot, 1u);
+  ASSERT_EQ(r.slot_overlaps.examples.size(), 1u);
+  EXPECT_EQ(r.slot_overlaps.examples[0].earlier, 0u);  // indices into the sections given
+  EXPECT_EQ(r.slot_overlaps.examples[0].later, 1u);
+  EXPECT_EQ(r.violations(), 1u);
+}
+
+TEST(PermitChecker, OverlappingHoldersShareOneK) {
+  // A holder of k = 2 and one of k = 3 at once, or a mutex section of the semaphore's resource.
+  std::vector<Section> v = {permit(0, 10, 2, 0, "a"), permit(5, 15, 3, 1, "b")};
+  EXPECT_EQ(permits_claimed(v).mismatch, 1u);
+  std::vector<Section> w = {permit(0, 10, 2, 0, "a"), sec(5, 15, 0, "m")};
+  EXPECT_EQ(permits_claimed(w).mismatch, 1u);
+  // One after the other: k may change once the old holders are gone.
+  std::vector<Section> x = {permit(0, 10, 2, 0, "a"), permit(10, 15, 3, 1, "b")};
+  EXPECT_EQ(permits_claimed(x).violations(), 0u);
+}
+
+TEST(PermitChecker, SectionsOfOneGrantAreOneHolderAndResourcesAreIndependent) {
+  // Two processes of one `redlock run --permits 2` share a token: one holder.
+  auto a1 = permit(0, 10, 2, 0, "a");
+  auto a2 = permit(3, 12, 2, 0, "a.child");
+  a2.token = a1.token;
+  std::vector<Section> v = {a1, a2, permit(5, 20, 2, 1, "b"), permit(1, 30, 2, 0, "x", 0, "other"),
+                            permit(2, 30, 2, 1, "y", 0, "other")};
+  EXPECT_EQ(permits_claimed(v).violations(), 0u);
+  // Mutex sections of a resource no permit names are not looked at.
+  v.push_back(sec(0, 100, 0, "m", "mutex"));
+  v.push_back(sec(0, 100, 0, "n", "mutex"));
+  EXPECT_EQ(permits_claimed(v).violations(), 0u);
+}
+
+TEST(PermitChecker, FencingIsJudgedPerSlot) {
+  // Tokens come from one counter per semaphore, but grants of different slots may become known
+  // in another order than their tokens were drawn: only a slot's grants must see them grow.
+  auto a = permit(0, 10, 2, 0, "a");
+  a.fence = 5;
+  auto b = permit(1, 10, 2, 1, "b");
+  b.fence = 4;
+  auto c = permit(20, 30, 2, 0, "c");
+  c.fence = 3;  // below a's, in a's slot
+  EXPECT_EQ(fencing_violations(by_slot({a, b})), 0u);
+  EXPECT_EQ(fencing_violations(by_slot({a, b, c})), 1u);
+  EXPECT_EQ(fencing_violations({a, b}), 1u);  // the mutex's view
+}
+
+TEST(PermitChecker, SlotOutsideKIsCaught) {
+  EXPECT_EQ(permits_claimed({permit(0, 10, 2, 2, "a")}).bad_slot, 1u);
+  EXPECT_EQ(permits_claimed({permit(0, 10, 2, -1, "a")}).bad_slot, 1u);
+}
+
+TEST(PermitChecker, RecordsCarryPermitsAndSlot) {
+  Record r("section");
+  r.add("worker", "w").add("start", 1).add("end", 2).add("permits", 3).add("slot", 2);
+  auto s = section_from_record(r);
+  EXPECT_EQ(s.permits, 3);
+  EXPECT_EQ(s.slot, 2);
+  Record m("section");
+  m.add("worker", "w").add("start", 1).add("end", 2);
+  auto t = section_from_record(m);
+  EXPECT_EQ(t.permits, 0);
+  EXPECT_EQ(t.slot, -1);
+  EXPECT_FALSE(is_permit(t));
+}
+
+// Quadratic reference: at the start of each grant, the grants of its resource open then.
+std::size_t permit_reference(const std::vector<Section>& v) {
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    std::size_t open = 0;
+    for (std::size_t j = 0; j < v.size(); ++j) {
+      if (v[j].resource != v[i].resource) continue;
+      bool before =
+          std::make_tuple(v[j].start, v[j].end, j) <= std::make_tuple(v[i].start, v[i].end, i);
+      open += before && v[j].start <= v[i].start && v[j].end > v[i].start;
+    }
+    n += static_cast<int>(open) > v[i].permits;
+  }
+  return n;
+}
+
+TEST(PermitChecker, MatchesQuadraticReferenceOnRandomSets) {
+  std::mt19937_64 rng(777);
+  for (int round = 0; round < 500; ++round) {
+    std::vector<Section> v;
+    int n = static_cast<int>(rng() % 30);
+    int k = 1 + static_cast<int>(rng() % 3);
+    for (int i = 0; i < n; ++i) {
+      std::int64_t start = static_cast<std::int64_t>(rng() % 500);
+      std::int64_t end = start + 1 + static_cast<std::int64_t>(rng() % 80);
+      v.push_back(permit(start, end, k, static_cast<int>(rng() % k), "w" + std::to_string(i), 0,
+                         rng() % 3 ? "a" : "b"));
+    }
+    ASSERT_EQ(permits_claimed(v).excess, permit_reference(v)) << "round " << round;
+  }
+}
+
 }  // namespace
 }  // namespace redlock::chaos

@@ -13,6 +13,8 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -375,13 +377,24 @@ std::vector<std::string> Run::lock_keys(std::size_t i) {
     if (nl == std::string::npos) nl = text.size();
     auto key = text.substr(pos, nl - pos);
     // Fence counters live without a ttl by design, and waiters' lines (queue, turns, others)
-    // are no locks either: named {lock key}:kind, or {lock key}\0kind (lib/core/keys.hpp).
+    // are no locks either: named {lock key}:kind, or {lock key}\0kind (lib/core/keys.hpp). A
+    // semaphore's slots ({lock key}\0{{lock key}}slot<i>) and its k (...permits) are: each has
+    // a ttl, and one that outlives every ttl is a leak.
     auto ends = [&](const char* tail) {
       std::size_t n = std::char_traits<char>::length(tail);
       return key.size() >= n && key.compare(key.size() - n, n, tail) == 0;
     };
+    auto nul = key.find('\0');
+    bool semaphore = false;
+    if (nul != std::string::npos) {
+      auto close = key.rfind('}');
+      auto kind = key.substr(close != std::string::npos && close > nul ? close + 1 : nul + 1);
+      semaphore =
+          kind == "permits" || (kind.size() > 4 && kind.compare(0, 4, "slot") == 0 &&
+                                kind.find_first_not_of("0123456789", 4) == std::string::npos);
+    }
     bool other = ends(":fence") || ends(":queue") || ends(":turns") || ends(":others") ||
-                 key.find('\0') != std::string::npos;
+                 (nul != std::string::npos && !semaphore);
     if (settings_.on_deployment() && key != "redlock:chaos") other = true;
     if (nl > pos && !other) keys.push_back(key);
     pos = nl + 1;
@@ -430,6 +443,10 @@ std::vector<std::string> Run::worker_args(const std::string& id, const WorkerSpe
   }
   if (spec.until_deadline) a.push_back("--until-deadline");
   if (spec.extend) a.push_back("--extend");
+  if (spec.permits > 0) {
+    a.push_back("--permits");
+    a.push_back(std::to_string(spec.permits));
+  }
   if (spec.mode == "run") {
     a.push_back("--redlock");
     a.push_back(settings_.redlock_path);
@@ -566,11 +583,14 @@ Outcome Run::finish() {
 
   // Records.
   std::vector<Section> sections;
+  // The counters the sections updated: the shared one, and each slot's of a semaphore.
+  std::set<std::string> counters = {"chaos:counter"};
   for (const auto& entry : fs::directory_iterator(dir_)) {
     if (entry.path().extension() != ".rec") continue;
     for (const auto& r : read_records(entry.path().string())) {
       if (r.kind == "section") {
         sections.push_back(section_from_record(r));
+        if (!r.get("counter").empty()) counters.insert(r.get("counter"));
         o.attempts += r.get_int("attempts");
       } else if (r.kind == "counts") {
         for (const auto& [k, v] : r.fields) {
@@ -602,24 +622,50 @@ Outcome Run::finish() {
   if (o.ghosts > 0)
     note(std::to_string(o.ghosts) + " lock key(s) on the nodes right after the workers ended");
 
-  auto claimed = find_overlaps(sections, Mode::claimed);
-  auto actual = find_overlaps(sections, Mode::actual);
-  o.claimed = claimed.count;
-  o.actual = actual.count;
+  // Mutex sections by the mutex's check; permits of a semaphore by the permit check (never more
+  // than k open, one holder per slot, one k), whose violations count as overlaps.
+  std::vector<Section> mutexes;
+  std::copy_if(sections.begin(), sections.end(), std::back_inserter(mutexes),
+               [](const Section& s) { return !is_permit(s); });
+  auto claimed = find_overlaps(mutexes, Mode::claimed);
+  auto actual = find_overlaps(mutexes, Mode::actual);
+  auto permits_claimed = find_permit_excess(sections, Mode::claimed);
+  auto permits_actual = find_permit_excess(sections, Mode::actual);
+  o.claimed = claimed.count + permits_claimed.violations();
+  o.actual = actual.count + permits_actual.violations();
   o.negative_validity = negative_validity(sections);
-  o.fence_violations = fencing_violations(sections);
+  // Fencing tokens of a semaphore grow from grant to grant of one slot (grants of different
+  // slots may be known in another order than their tokens were drawn).
+  o.fence_violations = fencing_violations(by_slot(sections));
   o.rejected = static_cast<std::size_t>(
       std::count_if(sections.begin(), sections.end(), [](const Section& s) { return s.rejected; }));
   if (o.rejected > 0)
     note(std::to_string(o.rejected) + " stale write(s) rejected by the storage's fencing check");
-  auto counter_text = storage_->command({"GET", "chaos:counter"});
-  std::int64_t counter = counter_text == "(nil)" ? 0 : std::atoll(counter_text.c_str());
+  std::int64_t counter = 0;
+  for (const auto& key : counters) {
+    auto text = storage_->command({"GET", key});
+    counter += text == "(nil)" ? 0 : std::atoll(text.c_str());
+  }
   o.lost_updates = lost_updates(sections, counter);
-  for (const auto& ex : claimed.examples)
-    note("claimed overlap: " + describe(sections, ex, t0_ns_));
+  for (const auto& ex : claimed.examples) note("claimed overlap: " + describe(mutexes, ex, t0_ns_));
   if (o.claimed == 0)
-    for (const auto& ex : actual.examples)
-      note("actual overlap: " + describe(sections, ex, t0_ns_));
+    for (const auto& ex : actual.examples) note("actual overlap: " + describe(mutexes, ex, t0_ns_));
+  auto permit_notes = [&](const PermitResult& p, const char* mode) {
+    for (const auto& ex : p.examples)
+      note(std::string(mode) + " permits: " + describe(sections, ex, t0_ns_));
+    for (const auto& ex : p.slot_overlaps.examples)
+      note(std::string(mode) + " slot overlap: " + describe(sections, ex, t0_ns_));
+    if (p.mismatch > 0)
+      note(std::string(mode) + ": " + std::to_string(p.mismatch) +
+           " grant(s) while a holder with another k held");
+    if (p.bad_slot > 0) note(std::to_string(p.bad_slot) + " permit(s) with a slot outside 0..k-1");
+  };
+  if (std::any_of(sections.begin(), sections.end(), is_permit)) {
+    note("permits: at most " + std::to_string(permits_claimed.max_open) +
+         " holders at once (claimed), " + std::to_string(permits_actual.max_open) + " (actual)");
+    permit_notes(permits_claimed, "claimed");
+    if (permits_claimed.violations() == 0) permit_notes(permits_actual, "actual");
+  }
 
   if (o.actual > 0 && !actual_allowed_.empty())
     note(std::to_string(o.actual) + " actual overlaps allowed: " + actual_allowed_);
@@ -633,7 +679,9 @@ Outcome Run::finish() {
   for (std::size_t i = 0; i < count_; ++i) {
     for (const auto& key : lock_keys(i)) {
       ++o.leaked;
-      note("leaked: node " + std::to_string(i) + " " + key + " = " + node_text(i, {"GET", key}) +
+      auto shown = key;  // a semaphore's slot key holds a NUL
+      std::replace(shown.begin(), shown.end(), '\0', '|');
+      note("leaked: node " + std::to_string(i) + " " + shown + " = " + node_text(i, {"GET", key}) +
            ", pttl " + node_text(i, {"PTTL", key}));
     }
   }

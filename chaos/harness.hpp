@@ -74,6 +74,7 @@ struct WorkerSpec {
   long connect_timeout = 300;
   double drift = 0.01;
   std::string nodes;  // empty: the run's node list
+  int permits = 0;    // a permit of a semaphore of this many (worker --permits); 0: the mutex
   std::vector<std::string> extra_args;
 };
 

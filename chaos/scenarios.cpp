@@ -36,6 +36,29 @@ void spawn_mix(Run& run, WorkerSpec s, bool run_lane) {
   }
 }
 
+void partition_rounds(Run& run, NetFault& net, long d,
+                      const std::function<std::size_t(std::size_t round)>& cut) {
+  using namespace std::chrono_literals;
+  std::mt19937_64 rng(std::random_device{}());
+  auto end = std::chrono::steady_clock::now() + Ms(d - 2500);
+  run.sleep(500ms);
+  for (std::size_t round = 0; std::chrono::steady_clock::now() < end; ++round) {
+    auto order = shuffled(5, rng);
+    order.resize(cut(round));
+    std::string which;
+    for (auto i : order) {
+      net.drop_to_port(run.client_port(i));
+      net.drop_from_port(run.client_port(i));
+      which += " " + std::to_string(i);
+    }
+    run.event("partitioned nodes" + which);
+    run.sleep(1000ms);
+    net.heal_all();
+    run.network_healed();
+    run.sleep(Ms(400 + static_cast<long>(rng() % 300)));
+  }
+}
+
 std::vector<std::size_t> shuffled(std::size_t n, std::mt19937_64& rng) {
   std::vector<std::size_t> v(n);
   for (std::size_t i = 0; i < n; ++i) v[i] = i;
@@ -97,6 +120,7 @@ const std::vector<Scenario>& all_scenarios() {
     add_process_scenarios(v);
     add_network_scenarios(v);
     add_clock_scenarios(v);
+    add_permit_scenarios(v);
     return v;
   }();
   return list;

@@ -1,6 +1,7 @@
 // The scenarios of the chaos suite, by the fault tool they need, and what they share.
 #pragma once
 
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -9,6 +10,8 @@
 
 namespace redlock::chaos {
 
+class NetFault;
+
 // Crashes, restarts, SIGSTOP of nodes and of clients, `redlock run`, extend: kill and signals
 // only (scenarios_process.cpp).
 void add_process_scenarios(std::vector<Scenario>& out);
@@ -16,6 +19,9 @@ void add_process_scenarios(std::vector<Scenario>& out);
 void add_network_scenarios(std::vector<Scenario>& out);
 // Clock rate, jumps and drift on the nodes through the clock shim (scenarios_clock.cpp).
 void add_clock_scenarios(std::vector<Scenario>& out);
+// The counting semaphore (permits of k) under crashes, pauses, partitions and crashed holders
+// (scenarios_permits.cpp).
+void add_permit_scenarios(std::vector<Scenario>& out);
 
 // --- shared by the scenario files ----------------------------------------------------------
 
@@ -32,5 +38,11 @@ void spawn_mix(Run& run, WorkerSpec base, bool run_lane);
 
 // Nodes [0, n) in a random order.
 std::vector<std::size_t> shuffled(std::size_t n, std::mt19937_64& rng);
+
+// Until `d` ms less 2.5 s have passed (the last heal comes before the workers stop), in rounds:
+// `cut(round)` of the five nodes, drawn at random, are cut off both ways for a second, then
+// healed, and the next round comes 400-700 ms later.
+void partition_rounds(Run& run, NetFault& net, long d,
+                      const std::function<std::size_t(std::size_t round)>& cut);
 
 }  // namespace redlock::chaos

@@ -22,24 +22,7 @@ void partition(Run& run, std::size_t k) {
   NetFault net;
   long d = run.phase(10000, 25000);
   spawn_mix(run, d, 500, false);
-  std::mt19937_64 rng(std::random_device{}());
-  auto end = Steady::now() + Ms(d - 2500);  // the last heal comes before the workers stop
-  run.sleep(500ms);
-  while (Steady::now() < end) {
-    auto order = shuffled(5, rng);
-    order.resize(k);
-    std::string which;
-    for (auto i : order) {
-      net.drop_to_port(run.client_port(i));
-      net.drop_from_port(run.client_port(i));
-      which += " " + std::to_string(i);
-    }
-    run.event("partitioned nodes" + which);
-    run.sleep(1000ms);
-    net.heal_all();
-    run.network_healed();
-    run.sleep(Ms(400 + static_cast<long>(rng() % 300)));
-  }
+  partition_rounds(run, net, d, [k](std::size_t) { return k; });
 }
 
 // Replies lost while the commands run (first on a minority, then on a majority, in turns), then

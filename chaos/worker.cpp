@@ -15,6 +15,12 @@
 //   control   commands on stdin, one per line, answers on stdout: the runner orchestrates
 //             deterministic scenarios (see run_control)
 //
+// --permits K (explicit, held, run, control): a permit of a semaphore of K instead of the mutex
+// (AcquireRequest::permits, `redlock run --permits`). Each section records `permits` and the
+// `slot` it held. K holders legitimately overlap, so the read-modify-write goes to a counter of
+// the slot (COUNTER:slot<S>): each slot is a mutex, and a lost update there is still a second
+// holder of one slot.
+//
 // The worker never ignores SIGPIPE: if the library let a socket raise it, the process dies of
 // it and the runner reports that. SIGTERM ends the loop cleanly (the section in progress is
 // finished and released).
@@ -69,6 +75,7 @@ struct Options {
   bool until_deadline = false;  // hold until the deadline; write 50 ms before it
   bool fencing = false;         // ask for fencing tokens; the storage checks them
   bool extend = false;          // explicit: extend every ttl/3 while holding
+  int permits = 0;              // a permit of a semaphore of this many; 0: the mutex
   long duration = 10000;
   long max_sections = 0;
   long request_timeout = 150;
@@ -93,7 +100,7 @@ struct Options {
                "  [--request-timeout MS]\n"
                "  [--connect-timeout MS] [--retry-delay MS] [--retry-jitter MS]\n"
                "  [--retry-count N] [--reconnect-min MS] [--reconnect-max MS] [--drift F]\n"
-               "  [--counter KEY] [--redlock PATH] [--restart-guard MS]\n",
+               "  [--counter KEY] [--redlock PATH] [--restart-guard MS] [--permits K]\n",
                why.c_str());
   std::exit(2);
 }
@@ -166,6 +173,8 @@ Options parse(int argc, char** argv) {
       o.drift = std::strtod(value().c_str(), nullptr);
     else if (a == "--redlock")
       o.redlock_cli = value();
+    else if (a == "--permits")
+      o.permits = static_cast<int>(number());
     else
       usage("unknown option " + a);
   }
@@ -174,6 +183,8 @@ Options parse(int argc, char** argv) {
   bool needs_nodes = o.mode != "section" && o.mode != "family";
   if (needs_nodes && o.nodes.empty()) usage("--nodes is required");
   if (o.mode == "run" && o.redlock_cli.empty()) usage("--redlock is required in run mode");
+  if (o.permits < 0) usage("--permits must be at least 1");
+  if (o.permits > 0 && o.mode == "mutex") usage("--permits: redlock::Mutex takes no permits");
   return o;
 }
 
@@ -313,7 +324,24 @@ struct SectionState {
   bool lost = false;      // validity ended (or the lock was lost) before the holder was done
   int extends = 0;
   int extend_failures = 0;
+  int slot = -1;        // the permit's slot (--permits); -1: the mutex
+  std::string counter;  // the counter its read-modify-write goes to
 };
+
+// The counter a section updates: the shared one under the mutex, its slot's with --permits.
+std::string counter_for(const Options& o, int slot) {
+  if (o.permits <= 0) return o.counter;
+  return o.counter + ":slot" + std::to_string(slot);
+}
+
+// A section that begins now, with the grant's slot.
+SectionState begin_section(const Options& o, int slot) {
+  SectionState s;
+  s.start = raw_now_ns();
+  s.slot = slot;
+  s.counter = counter_for(o, slot);
+  return s;
+}
 
 Record section_record(const Options& o, const SectionState& s, std::int64_t end,
                       std::int64_t deadline) {
@@ -333,16 +361,18 @@ Record section_record(const Options& o, const SectionState& s, std::int64_t end,
       .add("lost", s.lost ? 1 : 0);
   if (s.extends || s.extend_failures)
     r.add("extends", s.extends).add("extend_failures", s.extend_failures);
+  if (o.permits > 0) r.add("permits", o.permits).add("slot", s.slot).add("counter", s.counter);
   return r;
 }
 
 // counter + 1, through the fencing check when the grant has a token.
 void write_counter(const Options& o, Storage& storage, SectionState& s) {
+  (void)o;
   if (s.fence == 0) {
-    s.wrote = storage.set(o.counter, s.read + 1);
+    s.wrote = storage.set(s.counter, s.read + 1);
     return;
   }
-  auto applied = storage.set_fenced(o.counter, s.read + 1, s.fence);
+  auto applied = storage.set_fenced(s.counter, s.read + 1, s.fence);
   s.wrote = applied && *applied;
   s.rejected = applied && !*applied;
 }
@@ -353,7 +383,7 @@ void write_counter(const Options& o, Storage& storage, SectionState& s) {
 template <typename Valid, typename Deadline, typename Tick>
 void hold_section(const Options& o, Storage& storage, SectionState& s, std::mt19937_64& rng,
                   Valid valid, Deadline deadline_raw, Tick tick) {
-  if (auto v = storage.get(o.counter)) s.read = *v;
+  if (auto v = storage.get(s.counter)) s.read = *v;
   std::int64_t until = 0;
   if (o.until_deadline) {
     until = deadline_raw() - 50'000'000;
@@ -415,6 +445,7 @@ int run_explicit(const Options& o, Output& out) {
   while (keep_going(o, stop_at, sections)) {
     redlock::AcquireRequest req({o.resource}, Milliseconds(o.ttl), Milliseconds(o.wait));
     req.fencing = o.fencing;
+    req.permits = static_cast<unsigned>(o.permits);
     auto r = client.acquire(std::move(req));
     if (!r) {
       counts.add("fail." + errc_name(r.error));
@@ -423,8 +454,7 @@ int run_explicit(const Options& o, Output& out) {
       if (r.error == redlock::Errc::no_quorum) std::this_thread::sleep_for(20ms);
       continue;
     }
-    SectionState s;
-    s.start = raw_now_ns();
+    auto s = begin_section(o, r.lock.permit);
     s.token = r.lock.token;
     s.fence = r.lock.fencing_token;
     s.attempts = r.attempts;
@@ -466,6 +496,7 @@ int run_held(const Options& o, Output& out) {
     redlock::AcquireRequest req({o.resource});  // no ttl: the watchdog lease, renewed
     req.wait = Milliseconds(o.wait);
     req.fencing = o.fencing;
+    req.permits = static_cast<unsigned>(o.permits);
     auto h = client.hold(std::move(req));
     if (!h) {
       counts.add("fail." + errc_name(h.error));
@@ -474,8 +505,7 @@ int run_held(const Options& o, Output& out) {
       if (h.error == redlock::Errc::no_quorum) std::this_thread::sleep_for(20ms);
       continue;
     }
-    SectionState s;
-    s.start = raw_now_ns();
+    auto s = begin_section(o, h.lock.permit());
     s.token = h.lock.token();
     s.fence = h.lock.fencing_token();
     s.attempts = h.attempts;
@@ -523,8 +553,7 @@ int run_mutex(const Options& o, Output& out) {
       counts.add("fail.not_acquired");
       continue;
     }
-    SectionState s;
-    s.start = raw_now_ns();
+    auto s = begin_section(o, -1);
     s.attempts = 1;
     s.fence = m.fencing_token();
     counts.add("acquired");
@@ -564,8 +593,9 @@ int run_section(const Options& o, Output& out, bool family) {
       out.write(q);
     }
   }
-  SectionState s;
-  s.start = raw_now_ns();
+  // With --permits: `redlock run --permits` names the slot in REDLOCK_PERMIT.
+  const char* permit = std::getenv("REDLOCK_PERMIT");
+  auto s = begin_section(o, permit ? std::atoi(permit) : -1);
   s.token = token ? token : "";
   if (const char* fence = std::getenv("REDLOCK_FENCING_TOKEN"))
     s.fence = std::strtoull(fence, nullptr, 10);
@@ -605,6 +635,8 @@ int run_cli(const Options& o, Output& out) {
                                      "run",
                                      "--wait",
                                      std::to_string(o.wait),
+                                     "--permits",
+                                     std::to_string(o.permits),
                                      "--kill-after",
                                      "1000",
                                      o.resource,
@@ -626,6 +658,14 @@ int run_cli(const Options& o, Output& out) {
                                      std::to_string(o.hold),
                                      "--hold-jitter",
                                      std::to_string(o.hold_jitter)};
+    if (o.permits <= 0) {
+      // The mutex: no --permits for `redlock run`, nor for its command.
+      auto at = std::find(args.begin(), args.end(), "--permits");
+      args.erase(at, at + 2);
+    } else {
+      args.push_back("--permits");
+      args.push_back(std::to_string(o.permits));
+    }
     pid_t pid = ::fork();
     if (pid < 0) {
       std::this_thread::sleep_for(50ms);
@@ -706,6 +746,7 @@ int run_cli(const Options& o, Output& out) {
 // One command per line on stdin, one answer line on stdout (flushed):
 //   acquire TTL WAIT [fenced]  explicit acquire -> "ok VALIDITY_LEFT_MS TOKEN fence F VOTES"
 //                                              | "fail ERRC VOTES"
+//                        (with --permits: "ok VALIDITY_LEFT_MS TOKEN fence F slot S VOTES")
 //   hold WAIT [fenced]   hold (renewed)    -> as acquire
 //   read                 GET the counter    -> "read V"
 //   write                SET counter V + 1, valid or not (a stale write); through the
@@ -715,6 +756,8 @@ int run_cli(const Options& o, Output& out) {
 //   extend TTL           explicit extend   -> "extended VALIDITY_LEFT_MS" | "extend_fail ERRC"
 //   sleep_until_deadline MARGIN_MS  sleeps until the deadline minus the margin -> "slept"
 //   end                  records the section, ending now -> "ended"
+//   claim                records the section as held to its deadline: what a holder that
+//                        is about to be killed (SIGKILL) still claims -> "claimed"
 //   release              -> "released N" | "release_fail ERRC"
 //   valid                -> "valid 1|0"
 //   quit
@@ -724,6 +767,7 @@ int run_control(const Options& o, Output& out) {
   std::optional<redlock::Lock> lock;
   redlock::HeldLock held;
   SectionState s;
+  s.counter = o.counter;
   Counts counts;
   bool open = false;
   auto valid = [&] { return lock ? lock->valid() : held.valid(); };
@@ -750,6 +794,7 @@ int run_control(const Options& o, Output& out) {
         redlock::AcquireRequest req({o.resource}, Milliseconds(std::stol(w[1])),
                                     Milliseconds(std::stol(w[2])));
         req.fencing = fenced;
+        req.permits = static_cast<unsigned>(o.permits);
         auto r = client.acquire(std::move(req));
         attempts = r.attempts;
         if (r) lock = r.lock;
@@ -758,6 +803,7 @@ int run_control(const Options& o, Output& out) {
         redlock::AcquireRequest req({o.resource});
         req.wait = Milliseconds(std::stol(w[1]));
         req.fencing = fenced;
+        req.permits = static_cast<unsigned>(o.permits);
         auto h = client.hold(std::move(req));
         attempts = h.attempts;
         if (h) held = std::move(h.lock);
@@ -773,18 +819,18 @@ int run_control(const Options& o, Output& out) {
         continue;
       }
       counts.add("acquired");
-      s = SectionState();
-      s.start = raw_now_ns();
+      s = begin_section(o, lock ? lock->permit : held.permit());
       s.token = lock ? lock->token : held.token();
       s.fence = lock ? lock->fencing_token : held.fencing_token();
       s.attempts = attempts;
       open = true;
       auto left =
           std::chrono::duration_cast<Milliseconds>(valid_until() - redlock::Clock::now()).count();
+      std::string slot = o.permits > 0 ? " slot " + std::to_string(s.slot) : "";
       answer("ok " + std::to_string(left) + " " + s.token + " fence " + std::to_string(s.fence) +
-             " " + result.votes.to_string());
+             slot + " " + result.votes.to_string());
     } else if (cmd == "read") {
-      auto v = storage.get(o.counter);
+      auto v = storage.get(s.counter);
       s.read = v ? *v : -1;
       answer("read " + std::to_string(s.read));
     } else if (cmd == "write" || cmd == "write_if_valid") {
@@ -820,6 +866,13 @@ int run_control(const Options& o, Output& out) {
         open = false;
       }
       answer("ended");
+    } else if (cmd == "claim") {
+      if (open) {
+        auto deadline = to_raw(valid_until());
+        out.write(section_record(o, s, deadline, deadline));
+        open = false;
+      }
+      answer("claimed");
     } else if (cmd == "release") {
       redlock::ReleaseResult r;
       if (lock) {

@@ -6,6 +6,7 @@
 # bench/README.md and docs/performance.md.
 #   bash tools/bench.sh [OUTDIR]            the whole suite, five to seven minutes
 #   BENCH_ONLY=readme bash tools/bench.sh   only the first table (the README's call), a minute
+#   BENCH_ONLY=semaphore bash tools/bench.sh   a counting semaphore against redis-semaphore's
 #   bash tools/bench.sh --micro [ARGS...]   the Google Benchmark micro-benchmarks (redlock_bench)
 #   bash tools/bench.sh --compare [BEFORE_REF] [AFTER_REF] [OUTDIR]   two commits side by side
 #                                           (bench/compare.sh)

@@ -148,11 +148,18 @@ MetricsObserver::MetricsObserver(std::shared_ptr<::prometheus::Registry> registr
                        .Help("Waits for a release, by the acquire's result")
                        .Labels(options.const_labels)
                        .Register(*registry_)),
+      permit_family_(BuildCounter()
+                         .Name("redlock_permit_acquires_total")
+                         .Help("Acquires of a permit of a semaphore, by result (also counted in "
+                               "redlock_acquire_duration_seconds)")
+                         .Labels(options.const_labels)
+                         .Register(*registry_)),
       acquire_(acquire_family_),
       extend_(extend_family_),
       release_(release_family_),
       renew_(renew_family_),
       wait_(wait_family_),
+      permit_(permit_family_),
       attempts_(attempts_family_.Add({})),
       held_(held_family_.Add({})),
       waiters_(waiters_family_.Add({})) {
@@ -164,6 +171,8 @@ MetricsObserver::MetricsObserver(std::shared_ptr<::prometheus::Registry> registr
   acquire_.get({}, buckets_);
   acquire_.get(make_error_code(Errc::not_acquired), buckets_);
   acquire_.get(make_error_code(Errc::no_quorum), buckets_);
+  for (auto result : {Errc::ok_, Errc::not_acquired, Errc::no_quorum, Errc::permits_mismatch})
+    permit_.get(make_error_code(result));
   for (auto* by : {&extend_, &release_, &renew_}) {
     by->get({});
     by->get(make_error_code(Errc::not_held));
@@ -178,6 +187,7 @@ void MetricsObserver::on_operation(const OperationEvent& event) {
     case Operation::acquire:
       acquire_.get(event.error, buckets_).Observe(seconds(event.latency));
       attempts_.Increment(event.attempts > 0 ? event.attempts : 0);
+      if (event.permits > 0) permit_.get(event.error).Increment();
       break;
     case Operation::extend:
       extend_.get(event.error).Increment();

@@ -51,6 +51,14 @@ struct AcquireRequest {
   /// grant (the token is written back to a quorum before it is handed out); plain locks pay
   /// nothing for it.
   bool fencing = false;
+  /// A permit of a counting semaphore instead of a mutex (docs/guide-semaphore.md): at most this
+  /// many holders of the one resource at once, each with a permit (Lock::permit). 0: a mutex.
+  /// At most #max_permits; one resource only. Every client of one semaphore gives the same
+  /// number: an acquire with another number while a permit of the first is held ends with
+  /// Errc::permits_mismatch.
+  unsigned permits = 0;
+  /// The largest #permits.
+  static constexpr unsigned max_permits = 1024;
 };
 
 /// \brief Health of one node, as `redlock status` prints it.

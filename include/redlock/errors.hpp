@@ -61,7 +61,9 @@ namespace redlock {
   X(redis_busy, "BUSY: node is running a long script")                                   \
   X(redis_noscript, "NOSCRIPT: script not cached on node")                               \
   X(redis_masterdown, "MASTERDOWN: replica lost its master")                             \
-  X(redis_error, "Redis error reply")
+  X(redis_error, "Redis error reply")                                                    \
+  /* the kinds of lock (added after the groups above, so that no value changes) */       \
+  X(permits_mismatch, "semaphore: a node keeps another number of permits for it")
 
 /// \brief Every error of redlock-cpp, as a std::error_code of error_category().
 ///

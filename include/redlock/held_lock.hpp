@@ -61,10 +61,10 @@ class REDLOCK_API LostFlag {
 /// \brief A held lock that the client keeps alive.
 ///
 /// Without a ttl (Client::hold), its lease is Config::watchdog_lease and it is renewed every
-/// lease/3 on the client's loop until released or destroyed; with a ttl it simply expires. Either way the holder is told when it is lost,
-/// no later than its validity deadline. Move-only; destroying it releases the lock (without
-/// blocking). It may outlive its Client: it is then lost (Errc::shutting_down) and release()
-/// returns Errc::shutting_down.
+/// lease/3 on the client's loop until released or destroyed; with a ttl it simply expires. Either
+/// way the holder is told when it is lost, no later than its validity deadline. Move-only;
+/// destroying it releases the lock (without blocking). It may outlive its Client: it is then lost
+/// (Errc::shutting_down) and release() returns Errc::shutting_down.
 class REDLOCK_API HeldLock {
  public:
   /// An empty HeldLock: holds nothing.
@@ -97,6 +97,8 @@ class REDLOCK_API HeldLock {
   const std::string& token() const;
   /// \return The grant's fencing token (AcquireRequest::fencing), or 0.
   std::uint64_t fencing_token() const noexcept;
+  /// \return The slot of a permit of a semaphore (Lock::permit); -1 for a mutex or when empty.
+  int permit() const noexcept;
 
   /// Stops renewal for good and runs compare-and-delete on every node. Blocking (not from a
   /// callback). When it fails while some node could not run it (Vote::failed: down, paused,

@@ -32,6 +32,9 @@ struct REDLOCK_API Lock {
   /// docs/safety.md). Pass it to the storage you protect, which rejects writes carrying a lower
   /// one. 0 when fencing was not asked for. Extends keep it.
   std::uint64_t fencing_token = 0;
+  /// A permit of a semaphore (AcquireRequest::permits): the slot it holds, 0 to k - 1. -1 for a
+  /// mutex. Release, extend and renewal act on that slot's key alone.
+  int permit = -1;
 
   /// An empty lock: no resource, never valid.
   Lock() = default;
@@ -79,6 +82,9 @@ struct NodeVote {
   std::string holder;
   /// Acquire with fencing, Vote::yes: this node's fence counter for the grant.
   std::uint64_t fence = 0;
+  /// Acquire of a permit (AcquireRequest::permits), Vote::no: a slot this node saw free, which
+  /// the next attempt asks for; -1 when none was free.
+  int free_permit = -1;
 };
 
 /// \brief Per-node votes of the last attempt of an operation, in the order of Config::nodes.

@@ -49,6 +49,12 @@ struct OperationEvent {
   std::chrono::microseconds latency{0};
   /// Attempts made (acquire: including retries and split-vote rounds; otherwise 1).
   int attempts = 1;
+  /// An acquire of a permit of a semaphore: the number of permits asked for
+  /// (AcquireRequest::permits); 0 for a mutex and for the other operations.
+  unsigned permits = 0;
+  /// The slot of the permit the operation was on (Lock::permit): the one granted, extended,
+  /// renewed or released; -1 for a mutex and for an acquire that was not granted.
+  int permit = -1;
 };
 
 /// \brief Why a held lock was declared lost (LostEvent::reason).
@@ -82,6 +88,8 @@ struct LostEvent {
   std::error_code error;
   /// The resources; never null when delivered. Valid during the call only.
   const std::vector<std::string>* resources = nullptr;
+  /// A permit of a semaphore: its slot (Lock::permit); -1 for a mutex.
+  int permit = -1;
 };
 
 /// \brief An acquire began or stopped waiting for a release (WaitEvent::phase).

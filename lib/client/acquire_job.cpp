@@ -91,6 +91,8 @@ void AcquireJob::deliver(AcquireResult r) {
     e.votes = &r.votes;
     e.latency = std::chrono::duration_cast<microseconds>(now - began_);
     e.attempts = r.attempts;
+    e.permits = machine_.permits();
+    e.permit = r ? r.lock.permit : -1;
     o.on_operation(e);
   });
   auto done = std::move(done_);

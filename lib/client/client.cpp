@@ -48,6 +48,25 @@ std::string check_request(const AcquireRequest& request, Milliseconds ttl, const
   std::string bad = check_resources(request.resources);
   if (bad.empty()) bad = check_ttl(ttl, config);
   if (bad.empty() && request.wait && request.wait->count() < 0) bad = "wait must not be negative";
+  if (bad.empty() && request.permits > AcquireRequest::max_permits)
+    bad = "permits " + std::to_string(request.permits) + " is above the largest (" +
+          std::to_string(AcquireRequest::max_permits) + ")";
+  if (bad.empty() && request.permits > 0 && request.resources.size() != 1)
+    bad = "a permit of a semaphore is of one resource";
+  return bad;
+}
+
+// What is wrong with a lock given to extend or release, or empty. A permit of a semaphore
+// (Lock::permit) is one slot of one resource: extend and release act on that slot's key alone,
+// and would leave the keys of any other resource held.
+std::string check_lock(const Lock& lock) {
+  std::string bad = check_resources(lock.resources);
+  if (bad.empty() && lock.token.empty()) bad = "token is empty";
+  if (bad.empty() && lock.permit >= 0 && lock.resources.size() != 1)
+    bad = "a permit of a semaphore is of one resource";
+  if (bad.empty() && lock.permit >= static_cast<int>(AcquireRequest::max_permits))
+    bad = "permit " + std::to_string(lock.permit) + " is above the largest slot (" +
+          std::to_string(AcquireRequest::max_permits - 1) + ")";
   return bad;
 }
 
@@ -191,9 +210,8 @@ void Client::extend_async(Lock lock, Milliseconds ttl, ExtendCallback done) {
   auto shared = std::make_shared<ExtendCallback>(std::move(done));
   impl->submit(
       [impl, lock = std::move(lock), ttl, shared]() mutable {
-        std::string bad = check_resources(lock.resources);
+        std::string bad = check_lock(lock);
         if (bad.empty()) bad = check_ttl(ttl, impl->config_);
-        if (bad.empty() && lock.token.empty()) bad = "token is empty";
         if (!bad.empty()) {
           auto r = invalid<ExtendResult>(std::move(bad));
           r.valid_until = lock.valid_until;
@@ -214,8 +232,7 @@ void Client::release_async(Lock lock, ReleaseCallback done) {
   auto shared = std::make_shared<ReleaseCallback>(std::move(done));
   impl->submit(
       [impl, lock = std::move(lock), shared]() mutable {
-        std::string bad = check_resources(lock.resources);
-        if (bad.empty() && lock.token.empty()) bad = "token is empty";
+        std::string bad = check_lock(lock);
         if (!bad.empty()) {
           auto r = invalid<ReleaseResult>(std::move(bad));
           detail::deliver_guarded("release", [&] { (*shared)(std::move(r)); });

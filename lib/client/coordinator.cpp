@@ -19,10 +19,12 @@ struct Coordinator::LockNote {
       : resources(config.observer ? lock.resources : std::vector<std::string>{}),
         token(config.observer ? lock.token : std::string()),
         valid_until(lock.valid_until),
+        permit(lock.permit),
         lease(std::move(held)) {}
   std::vector<std::string> resources;
   std::string token;
   Clock::time_point valid_until;
+  int permit = -1;
   std::shared_ptr<Lease> lease;  // null for a Lock of acquire()
   Clock::time_point started = Clock::now();
 };
@@ -97,7 +99,8 @@ void deliver_once(const Config& config, Ops& ops, std::uint64_t id, Operation ki
   if (it == ops.end()) return;
   auto op = std::move(it->second);
   ops.erase(it);
-  notify_operation(config, kind, result.error, result.votes, op->resources, op->started);
+  notify_operation(config, kind, result.error, result.votes, op->resources, op->started,
+                   op->permit);
   if (result.error == Errc::not_held) found_lost(*op);
   deliver_guarded(what, [&] { op->done(std::move(result)); });
 }
@@ -122,6 +125,7 @@ void Coordinator::found_lost(const LockNote& note) {
     e.reason = late ? LostReason::released_after_expiry : LostReason::keys_gone;
     e.error = make_error_code(Errc::lock_lost);
     e.resources = &note.resources;
+    e.permit = note.permit;
     o.on_lost(e);
   });
 }
@@ -283,9 +287,10 @@ void Coordinator::hold(AcquireRequest request, Milliseconds ttl, bool renew, Los
             }
             auto lease = std::make_shared<Lease>();
             lease->resources = r.lock.resources;
-            lease->keys = proto_->keys_of(r.lock.resources);
+            lease->keys = proto_->held_keys(r.lock);
             lease->token = r.lock.token;
             lease->fencing_token = r.lock.fencing_token;
+            lease->permit = r.lock.permit;
             lease->ttl = r.lock.ttl;
             lease->renew = renew;
             lease->link = std::move(link);
@@ -330,6 +335,7 @@ void Coordinator::release_lease(const std::shared_ptr<Lease>& lease, Client::Rel
   Lock lock;
   lock.resources = lease->resources;
   lock.token = lease->token;
+  lock.permit = lease->permit;
   lock.valid_until = lease->valid_until();
   release(std::move(lock), std::move(done), lease);
 }

@@ -102,6 +102,8 @@ const std::string& HeldLock::token() const {
   return lease_ ? lease_->token : none;
 }
 
+int HeldLock::permit() const noexcept { return lease_ ? lease_->permit : -1; }
+
 std::uint64_t HeldLock::fencing_token() const noexcept {
   return lease_ ? lease_->fencing_token : 0;
 }

@@ -23,6 +23,7 @@ struct Lease {
   std::vector<std::string> keys;
   std::string token;
   std::uint64_t fencing_token = 0;
+  int permit = -1;  // Lock::permit
   Milliseconds ttl{0};
   bool renew = false;
   std::weak_ptr<ClientLink> link;

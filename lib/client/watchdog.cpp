@@ -19,6 +19,7 @@ void Watchdog::add(const std::shared_ptr<Lease>& lease, Clock::time_point now,
   info.token = lease->token;
   info.ttl = lease->ttl;
   info.renew = lease->renew;
+  info.permit = lease->permit >= 0;
   info.valid_until = lease->valid_until();
   info.next_renewal = proto::first_renewal(now, info.valid_until, lease->ttl);
   machine_.add(lease->id, std::move(info), now, out);
@@ -47,7 +48,7 @@ void Watchdog::renew_decided(const proto::RenewDecided& news) {
   auto it = leases_.find(news.lease);
   if (it == leases_.end()) return;
   notify_operation(config_, Operation::renew, news.error, news.votes, it->second->resources,
-                   news.started);
+                   news.started, it->second->permit);
 }
 
 void Watchdog::lost(const proto::Lost& lost) {
@@ -64,6 +65,7 @@ void Watchdog::lost(const proto::Lost& lost) {
     e.reason = lost.reason;
     e.error = make_error_code(lost.why);
     e.resources = &lease->resources;
+    e.permit = lease->permit;
     o.on_lost(e);
     o.on_held(leases_.size());
   });

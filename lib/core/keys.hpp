@@ -20,10 +20,12 @@ namespace redlock::detail {
 inline constexpr char kReservedByte = '\0';
 
 // The kinds of auxiliary key, as the scripts name them.
-inline constexpr std::string_view kQueue = "queue";    // the line: a sorted set of tickets
-inline constexpr std::string_view kTurns = "turns";    // turns that began: ticket -> due (ms)
-inline constexpr std::string_view kOthers = "others";  // waiters for several keys
-inline constexpr std::string_view kFence = "fence";    // the fence counter (no ttl)
+inline constexpr std::string_view kQueue = "queue";      // the line: a sorted set of tickets
+inline constexpr std::string_view kTurns = "turns";      // turns that began: ticket -> due (ms)
+inline constexpr std::string_view kOthers = "others";    // waiters for several keys
+inline constexpr std::string_view kFence = "fence";      // the fence counter (no ttl)
+inline constexpr std::string_view kPermits = "permits";  // a semaphore's k (acquire.lua)
+inline constexpr std::string_view kSlot = "slot";        // a semaphore's slot i > 0: "slot<i>"
 
 inline std::string lock_key(std::string_view prefix, std::string_view resource) {
   std::string key;
@@ -59,6 +61,16 @@ inline std::string aux_key(std::string_view lock_key, std::string_view kind) {
   if (tag) key.append("{").append(lock_key).append("}");
   key.append(kind);
   return key;
+}
+
+// The key of slot `slot` of the semaphore whose lock key is `lock_key` (docs/guide-semaphore.md):
+// slot 0 is the lock key itself, so that a semaphore of one permit is the mutex; slot i > 0 is
+// the auxiliary key "slot<i>", in the lock key's hash slot. Each slot is a mutex of its own.
+inline std::string slot_key(std::string_view lock_key, unsigned slot) {
+  if (slot == 0) return std::string(lock_key);
+  std::string kind(kSlot);
+  kind += std::to_string(slot);
+  return aux_key(lock_key, kind);
 }
 
 // True when every auxiliary key of `lock_key` lies in its hash slot (aux_key).

@@ -48,9 +48,10 @@ inline void observe(const Config& config, Emit&& emit) noexcept {
 // Tells the observer, if any, that an operation begun at `started` ended.
 inline void notify_operation(const Config& config, Operation op, std::error_code error,
                              const Votes& votes, const std::vector<std::string>& resources,
-                             Clock::time_point started) noexcept {
+                             Clock::time_point started, int permit = -1) noexcept {
   observe(config, [&](Observer& o) {
     OperationEvent e;
+    e.permit = permit;
     e.operation = op;
     e.error = error;
     e.resources = &resources;

@@ -3,7 +3,10 @@
 
 #include <hiredis/hiredis.h>
 
+#include <algorithm>
+
 #include "quorum.hpp"
+#include "redlock/client.hpp"
 #include "redlock/errors.hpp"
 #include "token.hpp"
 
@@ -28,11 +31,24 @@ void acquire_vote(const redisReply* r, NodeVote& vote) {
     vote.fence = static_cast<std::uint64_t>(e[1]->integer);
     return;
   }
+  if (e[0]->integer == -2) {
+    // A permit's acquire where the node keeps another number of permits: {-2, k}. Never a grant.
+    vote.vote = Vote::failed;
+    vote.error = make_error_code(Errc::permits_mismatch);
+    vote.detail = "the node keeps another number of permits";
+    if (r->elements >= 2 && e[1] != nullptr && e[1]->type == REDIS_REPLY_STRING)
+      vote.detail.append(": ").append(e[1]->str, std::min<std::size_t>(e[1]->len, 32));
+    return;
+  }
   if (e[0]->integer != 0) return;
   vote.vote = Vote::no;
   if (r->elements >= 2 && is_int(e[1])) vote.holder_ttl = Milliseconds(e[1]->integer);
   if (r->elements >= 3 && e[2] != nullptr && e[2]->type == REDIS_REPLY_STRING)
     vote.holder.assign(e[2]->str, e[2]->len);
+  // A permit's refusal names a slot the node saw free (a hint), within the slots there are.
+  if (r->elements >= 4 && is_int(e[3]) && e[3]->integer >= 0 &&
+      e[3]->integer < static_cast<long long>(AcquireRequest::max_permits))
+    vote.free_permit = static_cast<int>(e[3]->integer);
 }
 
 void quick_acquire_vote(const redisReply* r, NodeVote& vote) {

@@ -32,7 +32,20 @@ AcquireMachine::AcquireMachine(Context& context, const AcquireRequest& request, 
     ticket_ = ctx_.new_ticket(id_);
     place_ = std::to_string(place);
   }
+  if (request.permits > 0 && keys_.size() == 1) {
+    // A permit: each attempt asks for one slot, a mutex of its own (docs/guide-semaphore.md).
+    permits_ = request.permits;
+    semaphore_ = keys_;
+    slot_keys_.reserve(permits_);
+    for (unsigned i = 0; i < permits_; ++i) slot_keys_.push_back(slot_key(semaphore_[0], i));
+    ask_slot(next_permit_slot({}, permits_, ctx_.random()));
+  }
   ctx_.add_job(id_, this);
+}
+
+void AcquireMachine::ask_slot(unsigned slot) {
+  slot_ = slot;
+  keys_.assign(1, slot_keys_[slot]);
 }
 
 AcquireMachine::~AcquireMachine() {
@@ -40,7 +53,7 @@ AcquireMachine::~AcquireMachine() {
   ctx_.remove_job(id_);
   Actions ignored;
   if (listening_)
-    for (const auto& k : keys_) ctx_.notices().remove(released_channel(k), this, ignored);
+    for (const auto& k : waits_on()) ctx_.notices().remove(released_channel(k), this, ignored);
 }
 
 void AcquireMachine::start(Clock::time_point now, Actions& out) {
@@ -148,11 +161,16 @@ void AcquireMachine::send_acquire(const std::vector<NodeVote>* known, Clock::tim
   // (docs/guide-waiting.md); a server too old for it gets the script, built only then (on_reply).
   // A waiter's first attempt, unless a release notice began it (then somebody waits).
   bool first = attempts_ == 1 && notice_.empty();
-  quick_ = quick_acquire_applies(waits_, first, fencing_, keys_.size(), ctx_.quick_acquire());
+  quick_ = permits_ == 0 &&
+           quick_acquire_applies(waits_, first, fencing_, keys_.size(), ctx_.quick_acquire());
   if (quick_) {
     live.quick = true;
     live.sent = now;
     send.request = std::make_shared<const Request>(quick_acquire_request(keys_[0], token_, ttl_));
+  } else if (permits_ > 0) {
+    send.request = std::make_shared<const Request>(
+        permit_request(slot_keys_, token_, ttl_, fencing_, ticket_, place_, line_kept(now),
+                       ctx_.turn_length(), PermitAsk{permits_, slot_}));
   } else {
     send.request = std::make_shared<const Request>(acquire_request(
         keys_, token_, ttl_, fencing_, ticket_, place_, line_kept(now), ctx_.turn_length()));
@@ -271,6 +289,7 @@ void AcquireMachine::on_attempt(RequestId id, Clock::time_point now, Actions& ou
       r.lock.token = token_;
       r.lock.valid_until = *valid_until;
       r.lock.ttl = ttl_;
+      if (permits_ > 0) r.lock.permit = static_cast<int>(slot_);
       if (fencing_) {
         write_back(std::move(r), now, out);
         return;
@@ -379,8 +398,10 @@ void AcquireMachine::clean_up(const std::vector<std::string>& keys, const std::s
   Send send;
   send.id = ctx_.next_request();
   send.job = id_;
-  send.request =
-      std::make_shared<const Request>(release_request(keys, token, /*announce=*/false, line));
+  // A permit's clean-up lets the semaphore's k go where it leaves no slot held (scripts.hpp).
+  send.request = std::make_shared<const Request>(
+      permits_ > 0 ? permit_release_request(keys[0], token, /*announce=*/false)
+                   : release_request(keys, token, /*announce=*/false, line));
   for (std::size_t i = 0; i < ctx_.nodes(); ++i)
     if (spare == nullptr || i >= spare->size() || !(*spare)[i]) send.nodes.push_back(i);
   send.reply_wanted = false;
@@ -393,7 +414,9 @@ void AcquireMachine::leave_waiting(Actions& out) {
   Send send;
   send.id = ctx_.next_request();
   send.job = id_;
-  send.request = std::make_shared<const Request>(leave_waiting_request(keys_, ticket_));
+  send.request =
+      std::make_shared<const Request>(permits_ > 0 ? leave_permit_request(semaphore_[0], ticket_)
+                                                   : leave_waiting_request(keys_, ticket_));
   for (std::size_t i = 0; i < ctx_.nodes(); ++i) send.nodes.push_back(i);
   send.reply_wanted = false;
   out.push_back(std::move(send));
@@ -407,6 +430,13 @@ void AcquireMachine::attempt_failed(AcquireResult r, Clock::time_point now, Acti
   // (cleanup_spared). Computed before keep_going, which may go on to a fill-in round.
   std::vector<bool> spare;
   if (one_round) spare = cleanup_spared(r.votes.nodes, digest());
+  // A node that keeps another number of permits ends the acquire: k is refused, not waited out.
+  if (permits_ > 0 && !stop_reason_)
+    for (const auto& v : r.votes.nodes)
+      if (v.error == Errc::permits_mismatch) {
+        stop_reason_ = Errc::permits_mismatch;
+        r.detail = v.detail;
+      }
   if (keep_going(r, now, out)) return;
   std::string notice;
   notice.swap(notice_);  // answered: a later attempt is the timer's, not this notice's
@@ -439,8 +469,8 @@ void AcquireMachine::attempt_failed(AcquireResult r, Clock::time_point now, Acti
   bool freed = false;  // a "no" named a holder whose release notice we have seen
   if (waits_ && r.error == Errc::not_acquired && keys_.size() == 1)
     for (const auto& v : r.votes.nodes)
-      freed = freed ||
-              (v.vote == Vote::no && ctx_.notices().released(released_channel(keys_[0]), v.holder));
+      freed = freed || (v.vote == Vote::no &&
+                        ctx_.notices().released(released_channel(waits_on()[0]), v.holder));
   freed_in_a_row_ = freed ? freed_in_a_row_ + 1 : 0;
   // Woken by a notice and refused because of another of our keys: the resource that was
   // released may be free, and another waiter of this client may want only it.
@@ -456,6 +486,14 @@ void AcquireMachine::attempt_failed(AcquireResult r, Clock::time_point now, Acti
     delay = std::max(split_backoff(r.votes.yes(), r.votes.quorum, splits_, unit,
                                    std::max(cap, unit), ctx_.random()),
                      unit);
+  } else if (permits_ > 0 && r.error == Errc::not_acquired && permit_hinted(r.votes.nodes) &&
+             hinted_in_a_row_ < 3) {
+    // Nodes named a free slot: ask for it at once. Such an attempt does not count against an
+    // acquire that does not wait (a try at a semaphore with a free permit is not refused because
+    // it first asked for a taken slot); three in a row at most.
+    ++hinted_in_a_row_;
+    if (max_attempts_ > 0) ++max_attempts_;
+    delay = Milliseconds(0);
   } else if (waits_ && r.error == Errc::not_acquired) {
     if (woken_ || quick_ || (freed && freed_in_a_row_ <= 3)) {
       // A notice came in while we were asking, the quick command asked without standing in line
@@ -467,7 +505,11 @@ void AcquireMachine::attempt_failed(AcquireResult r, Clock::time_point now, Acti
     }
   }
   // A waiter for several keys asks again before its sign-ups end on the nodes (keys.hpp).
-  delay = sign_up_refresh(delay, waits_, keys_.size());
+  delay = sign_up_refresh(delay, waits_, permits_ > 0 ? std::size_t{2} : keys_.size());
+  if (permits_ > 0) {
+    if (!permit_hinted(r.votes.nodes)) hinted_in_a_row_ = 0;
+    ask_slot(next_permit_slot(r.votes.nodes, permits_, ctx_.random()));
+  }
   auto next = next_attempt(now, deadline_, attempts_, max_attempts_, delay);
   if (!next) {
     finish(std::move(r), now, out);
@@ -490,7 +532,7 @@ void AcquireMachine::listen(Actions& out) {
     waited_ = true;
     out.push_back(WaitBegan{id_});
   }
-  for (const auto& k : keys_) ctx_.notices().add(released_channel(k), this, out);
+  for (const auto& k : waits_on()) ctx_.notices().add(released_channel(k), this, out);
 }
 
 // The least validity a grant of ours must have left (quorum.hpp).
@@ -510,11 +552,11 @@ void AcquireMachine::finish(AcquireResult r, Clock::time_point now, Actions& out
   // refused nodes keep. The token "-" is no token: nothing is deleted.
   if (!ticket_.empty() && attempts_ > 0 && (!r || r.votes.count(Vote::no) > 0)) leave_waiting(out);
   if (listening_)
-    for (const auto& k : keys_) ctx_.notices().remove(released_channel(k), this, out);
+    for (const auto& k : waits_on()) ctx_.notices().remove(released_channel(k), this, out);
   // Woken by a notice we did not use (cancelled, out of time): another waiter of this client may
   // use it.
   if (listening_ && noticed_ && !r)
-    for (const auto& k : keys_) ctx_.notices().pass(released_channel(k), now, out);
+    for (const auto& k : waits_on()) ctx_.notices().pass(released_channel(k), now, out);
   listening_ = false;
   ctx_.remove_job(id_);
   if (timed_ != Timed::none) {

@@ -54,7 +54,7 @@ class AcquireMachine final : public Waiter {
   bool wake(const std::string* channel, Clock::time_point now, Actions& out) override;
   bool busy() const override { return in_attempt_; }
   const std::string& ticket() const override { return ticket_; }
-  bool in_line() const override { return !ticket_.empty() && keys_.size() == 1; }
+  bool in_line() const override { return !ticket_.empty() && keys_.size() == 1 && permits_ == 0; }
 
   // The result was delivered.
   bool finished() const noexcept { return finished_; }
@@ -63,6 +63,8 @@ class AcquireMachine final : public Waiter {
   // The token of the current attempt.
   const std::string& token() const noexcept { return token_; }
   int attempts() const noexcept { return attempts_; }
+  // A permit of a semaphore: its number of permits (AcquireRequest::permits); 0 for a mutex.
+  unsigned permits() const noexcept { return permits_; }
 
  private:
   enum class Round { acquire, fence };
@@ -105,6 +107,12 @@ class AcquireMachine final : public Waiter {
   std::chrono::microseconds least_validity() const;
   void arm(Clock::time_point at, Actions& out);
   const std::string& digest();
+  // The keys whose releases it listens for and whose line or sign-ups it stands in: its keys,
+  // or a permit's semaphore's lock key.
+  const std::vector<std::string>& waits_on() const noexcept {
+    return permits_ > 0 ? semaphore_ : keys_;
+  }
+  void ask_slot(unsigned slot);
 
   Context& ctx_;
   std::uint64_t id_;
@@ -147,6 +155,14 @@ class AcquireMachine final : public Waiter {
   RequestId current_ = 0;               // the acquire or fence round in flight
   std::map<RequestId, Live> live_;      // fan-outs whose replies still matter
   std::map<RequestId, RequestId> via_;  // a fallback request's id -> its fan-out's id
+  // A permit of a semaphore (AcquireRequest::permits): k, the slot keys, the semaphore's lock key
+  // (as a list of one, waits_on), the slot the attempt asks for (keys_ is its key) and how many
+  // attempts in a row went at once to a slot that nodes named free.
+  unsigned permits_ = 0;
+  std::vector<std::string> slot_keys_;
+  std::vector<std::string> semaphore_;
+  unsigned slot_ = 0;
+  int hinted_in_a_row_ = 0;
 };
 
 }  // namespace redlock::detail::proto

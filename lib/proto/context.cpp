@@ -36,6 +36,12 @@ std::vector<std::string> Context::keys_of(const std::vector<std::string>& resour
   return keys;
 }
 
+std::vector<std::string> Context::held_keys(const Lock& lock) const {
+  if (lock.permit < 0 || lock.resources.size() != 1) return keys_of(lock.resources);
+  return {slot_key(lock_key(config_.key_prefix, lock.resources[0]),
+                   static_cast<unsigned>(lock.permit))};
+}
+
 Waiter* Context::job(std::uint64_t id) const {
   auto it = jobs_.find(id);
   return it == jobs_.end() ? nullptr : it->second;

@@ -80,6 +80,8 @@ class Context {
   std::string new_ticket(std::uint64_t job) const;
   // Keys of resources: the key prefix and the resource (lib/core/keys.hpp: lock_key).
   std::vector<std::string> keys_of(const std::vector<std::string>& resources) const;
+  // The keys a held lock holds its token at: its resources' keys, or a permit's slot key.
+  std::vector<std::string> held_keys(const Lock& lock) const;
 
   // Running acquire jobs, by id (the turns name them).
   void add_job(std::uint64_t id, Waiter* job) { jobs_[id] = job; }

@@ -104,6 +104,34 @@ inline Milliseconds sign_up_refresh(Milliseconds delay, bool waits, std::size_t 
   return delay;
 }
 
+// The slot the next attempt at a permit of a semaphore of `permits` asks for
+// (docs/guide-semaphore.md): the free slot that most nodes of the refused attempt named
+// (NodeVote::free_permit), ties drawn at random; with no hint, a slot drawn at random, so that
+// acquirers spread over the slots. `random` a uniform draw.
+inline unsigned next_permit_slot(const std::vector<NodeVote>& votes, unsigned permits,
+                                 std::uint64_t random) {
+  if (permits == 0) return 0;
+  std::vector<unsigned> hints(permits, 0);
+  unsigned best = 0;
+  for (const auto& v : votes)
+    if (v.vote == Vote::no && v.free_permit >= 0 && static_cast<unsigned>(v.free_permit) < permits)
+      best = std::max(best, ++hints[static_cast<unsigned>(v.free_permit)]);
+  if (best == 0) return static_cast<unsigned>(random % permits);
+  unsigned ties = 0;
+  for (auto h : hints) ties += h == best ? 1 : 0;
+  auto pick = random % ties;
+  for (unsigned slot = 0; slot < permits; ++slot)
+    if (hints[slot] == best && pick-- == 0) return slot;
+  return 0;  // not reached
+}
+
+// True when a refused attempt at a permit was told of a free slot: the next asks at once.
+inline bool permit_hinted(const std::vector<NodeVote>& votes) {
+  for (const auto& v : votes)
+    if (v.vote == Vote::no && v.free_permit >= 0) return true;
+  return false;
+}
+
 // How long the nodes keep the queue for a waiter: the rest of its wait and a lease (a waiter that
 // stops without a word is forgotten by then), at most an hour, at least 1 ms.
 inline Milliseconds line_keep(std::optional<Clock::time_point> deadline, Clock::time_point now,

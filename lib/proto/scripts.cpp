@@ -93,6 +93,30 @@ Request acquire_request(const std::vector<std::string>& keys, const std::string&
   return r;
 }
 
+Request permit_request(const std::vector<std::string>& slot_keys, const std::string& token,
+                       Milliseconds ttl, bool fencing, const std::string& ticket,
+                       const std::string& place, Milliseconds keep, Milliseconds turn_length,
+                       PermitAsk ask) {
+  Request r = acquire_request(slot_keys, token, ttl, fencing, ticket, place, keep, turn_length);
+  r.args.push_back(std::to_string(ask.permits));
+  r.args.push_back(std::to_string(ask.slot));
+  return r;
+}
+
+Request permit_release_request(const std::string& slot_key, const std::string& token,
+                               bool announce) {
+  Line none{"", "", Milliseconds(0)};
+  Request r = release_request({slot_key}, token, announce, &none);
+  r.args.emplace_back("permit");
+  return r;
+}
+
+Request leave_permit_request(const std::string& key, const std::string& ticket) {
+  Request r = leave_line_request(key, ticket);
+  r.args.emplace_back("signups");
+  return r;
+}
+
 Request quick_acquire_request(const std::string& key, const std::string& token, Milliseconds ttl) {
   Request r;
   r.decoder = Decoder::quick_acquire;
@@ -146,7 +170,8 @@ Request renew_request(const std::vector<Renewal>& locks) {
     r.keys.insert(r.keys.end(), l.keys->begin(), l.keys->end());
     r.args.push_back(*l.token);
     r.args.push_back(ms_arg(l.ttl));
-    r.args.push_back(std::to_string(l.keys->size()));
+    auto n = static_cast<long long>(l.keys->size());
+    r.args.push_back(std::to_string(l.permit ? -n : n));
   }
   return r;
 }

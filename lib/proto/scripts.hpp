@@ -45,6 +45,27 @@ Request acquire_request(const std::vector<std::string>& keys, const std::string&
                         Milliseconds ttl, bool fencing, const std::string& ticket,
                         const std::string& place, Milliseconds keep, Milliseconds turn_length);
 
+// A permit of a semaphore (acquire.lua ARGV[8..9]): its number of permits and the slot asked for.
+struct PermitAsk {
+  unsigned permits = 0;
+  unsigned slot = 0;
+};
+// acquire.lua for a permit: `slot_keys` the semaphore's k slot keys in slot order (slot_key),
+// then the arguments of acquire_request and the permit's two.
+Request permit_request(const std::vector<std::string>& slot_keys, const std::string& token,
+                       Milliseconds ttl, bool fencing, const std::string& ticket,
+                       const std::string& place, Milliseconds keep, Milliseconds turn_length,
+                       PermitAsk ask);
+// The release of a permit (Lock::permit): release.lua on its slot key, ARGV[6] 'permit', which
+// lets the semaphore's k go where no slot is held any more. Without `announce`, the clean-up of a
+// failed attempt at a permit: silent, and it lets k go as a release does (a failed attempt's
+// grant on some nodes must not keep another k out for its ttl once every permit is released).
+Request permit_release_request(const std::string& slot_key, const std::string& token,
+                               bool announce = true);
+// A waiter for a permit that is gone takes its sign-up out of the semaphore's (lock key `key`):
+// release.lua's sign-up form, ARGV[6] 'signups'.
+Request leave_permit_request(const std::string& key, const std::string& ticket);
+
 // The quick acquire, one plain command: SET key token NX PX ttl GET (Redis 7.0 or newer).
 // Decoder::quick_acquire. A server too old for it answers "ERR syntax error" (is_syntax_error).
 Request quick_acquire_request(const std::string& key, const std::string& token, Milliseconds ttl);
@@ -65,12 +86,13 @@ Request leave_sign_ups_request(const std::vector<std::string>& keys, const std::
 // The one of the two that fits a waiter for `keys`.
 Request leave_waiting_request(const std::vector<std::string>& keys, const std::string& ticket);
 
-// renew.lua: per lock, its keys (in KEYS, lock after lock) and token, ttl, number of keys.
-// Decoder::renew, one item per lock.
+// renew.lua: per lock, its keys (in KEYS, lock after lock) and token, ttl, number of keys (negated
+// for a permit, whose semaphore's permits key is kept as long). Decoder::renew, one item per lock.
 struct Renewal {
   const std::vector<std::string>* keys;
   const std::string* token;
   Milliseconds ttl;
+  bool permit = false;  // a permit of a semaphore (Lock::permit): its one slot key
 };
 Request renew_request(const std::vector<Renewal>& locks);
 

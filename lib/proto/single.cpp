@@ -46,10 +46,11 @@ ExtendMachine::ExtendMachine(Context& context, std::uint64_t op, Lock lock, Mill
 
 void ExtendMachine::start(Clock::time_point now, Actions& out) {
   if (tally_) return;
-  auto keys = ctx_.keys_of(lock_.resources);
+  auto keys = ctx_.held_keys(lock_);
   tally_.emplace(ctx_.nodes(), 1, now);
   id_ = ctx_.next_request();
-  out.push_back(send_to_all(renew_request({Renewal{&keys, &lock_.token, ttl_}}), *tally_, id_));
+  out.push_back(send_to_all(renew_request({Renewal{&keys, &lock_.token, ttl_, lock_.permit >= 0}}),
+                            *tally_, id_));
 }
 
 void ExtendMachine::on_reply(RequestId request, std::size_t node, std::vector<NodeVote> votes,
@@ -69,8 +70,10 @@ void ReleaseMachine::start(Clock::time_point now, Actions& out) {
   if (tally_) return;
   tally_.emplace(ctx_.nodes(), 1, now);
   id_ = ctx_.next_request();
-  out.push_back(
-      send_to_all(release_request(ctx_.keys_of(lock_.resources), lock_.token), *tally_, id_));
+  out.push_back(send_to_all(lock_.permit >= 0
+                                ? permit_release_request(ctx_.held_keys(lock_)[0], lock_.token)
+                                : release_request(ctx_.held_keys(lock_), lock_.token),
+                            *tally_, id_));
 }
 
 void ReleaseMachine::on_reply(RequestId request, std::size_t node, std::vector<NodeVote> votes,

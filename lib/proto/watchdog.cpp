@@ -15,6 +15,7 @@ LeaseInfo lease_of(const Lock& lock, std::vector<std::string> keys, bool renew,
   info.token = lock.token;
   info.ttl = lock.ttl;
   info.renew = renew;
+  info.permit = lock.permit >= 0;
   info.valid_until = lock.valid_until;
   info.next_renewal = first_renewal(now, lock.valid_until, lock.ttl);
   return info;
@@ -161,7 +162,7 @@ void WatchdogMachine::renew(Batch batch, Clock::time_point now, Actions& out) {
   renewals.reserve(batch.size());
   for (auto id : batch) {
     const auto& info = leases_.at(id).info;
-    renewals.push_back(Renewal{&info.keys, &info.token, info.ttl});
+    renewals.push_back(Renewal{&info.keys, &info.token, info.ttl, info.permit});
   }
   Send send;
   send.id = ctx_.next_request();

@@ -27,6 +27,7 @@ struct LeaseInfo {
   std::string token;
   Milliseconds ttl{0};
   bool renew = false;                // renewed (hold) or only watched for its deadline
+  bool permit = false;               // a permit of a semaphore (Lock::permit)
   Clock::time_point valid_until{};   // the deadline the holder believes
   Clock::time_point next_renewal{};  // when to renew next (a granted lock: first_renewal)
 };

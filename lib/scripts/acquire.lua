@@ -17,6 +17,8 @@
 -- attempt under another address (one server listed twice), and it must not vote twice.
 -- Returns {0, ms, 'turn:<digest>'} when the key is free but it is another waiter's turn: how
 -- long that turn lasts and a name for it.
+-- A permit of a semaphore (ARGV[8], ARGV[9]: see below) is granted {1, fence} or refused
+-- {0, pttl, holder, a free slot or -1}, or {-2, k} when the node keeps another number of permits.
 -- A refused waiter for one key stands in the key's queue (aux 'queue', by place); a refused
 -- waiter for several keys signs up to hear of their releases (aux 'others': its ticket, scored
 -- by when the sign-up ends on this node's clock, SIGN_UP ms after its latest refused attempt;
@@ -44,7 +46,7 @@ local function aux(key, kind)
   return key .. '\0{' .. key .. '}' .. kind
 end
 
-if #KEYS == 1 and ARGV[3] ~= '1' and not redis.call('GET', KEYS[1]) then
+if #KEYS == 1 and ARGV[3] ~= '1' and ARGV[8] == nil and not redis.call('GET', KEYS[1]) then
   local key = KEYS[1]
   if ARGV[7] == nil or redis.pcall('EXISTS', aux(key, 'queue'), aux(key, 'turns'),
                                    aux(key, 'others')) == 0 then
@@ -146,15 +148,15 @@ local function stand_in_line()
   return signed
 end
 
--- Takes the waiter's sign-ups out. Those left then last as long as the latest of them (its end
+-- Takes the waiter's sign-ups out of `keys`' sign-ups. Those left then last as long as the latest of them (its end
 -- is its score, on this node's clock), not SIGN_UP past the ones taken out: a waiter that signed
 -- up last and is granted (or gives up: release.lua) must not keep, for another SIGN_UP, an
 -- earlier waiter's sign-up that its own release could not take out (its node was cut off).
 -- Every ZREM comes before the clock is read: no write follows TIME on a server that replicates
 -- a script itself rather than its effects.
-local function sign_off()
+local function sign_off(keys)
   local left_in = {}
-  for _, key in ipairs(KEYS) do
+  for _, key in ipairs(keys) do
     local others = aux(key, 'others')
     if try('ZREM', others, ticket) == 1 then table.insert(left_in, others) end
   end
@@ -174,6 +176,84 @@ local function waiting(key)
   if try('EXISTS', q, others) == 0 then return false end
   if clock() then try('ZREMRANGEBYSCORE', others, '-inf', now) end
   return try('EXISTS', q, others) ~= 0
+end
+
+-- The fence counter moved: from <key>:fence to <key> NUL fence, then to the Cluster layout (aux
+-- 'fence'). A node that has no counter under the current name yet carries the highest legacy
+-- one over first (a plain decimal integer: no token of ours looks like that), so that fencing
+-- tokens never go backwards across an upgrade. fence.lua does the same. (This can go once every
+-- fenced resource has been granted by this version on every node, or its legacy counters were
+-- deleted: docs/safety.md.)
+local function fence_counter(key)
+  local c = aux(key, 'fence')
+  if redis.call('EXISTS', c) == 0 then
+    local best
+    for _, old in ipairs({key .. '\0fence', key .. ':fence'}) do
+      local v = old ~= c and redis.pcall('GET', old)
+      if type(v) == 'string' and #v <= 15 and string.match(v, '^%d+$')
+          and (not best or tonumber(v) > tonumber(best)) then
+        best = v
+      end
+    end
+    if best then redis.call('SET', c, best) end
+  end
+  return c
+end
+
+-- A permit of a semaphore (docs/guide-semaphore.md), when ARGV[8] is given: ARGV[8] its number
+-- of permits k, ARGV[9] the slot asked for (0 to k - 1); KEYS: the k slot keys in slot order,
+-- KEYS[1] the semaphore's lock key L, slot i > 0 aux(L, 'slot' .. i) (lib/core/keys.hpp,
+-- slot_key). An attempt asks for one slot, which is a mutex of its own: the node grants that
+-- slot when it is free, and nothing else, so two holders of one slot are two holders of one
+-- mutex, and there are never more holders than slots. A refusal names the slot's holder, as
+-- above, and adds a slot this node saw free (-1: none), a hint for the client's next attempt.
+-- k is kept in aux(L, 'permits') at least as long as any permit granted or renewed here
+-- (renew.lua): an acquire with another k is refused with {-2, the k kept here}, never granted.
+-- A waiter (a ticket in ARGV[4]) signs up in aux(L, 'others'), as a waiter for several keys
+-- does, and marks the holder of every slot, whose release then tells it (release.lua).
+if ARGV[8] ~= nil then
+  local k, asked = tonumber(ARGV[8]), tonumber(ARGV[9])
+  if not k or k ~= #KEYS or not asked or asked < 0 or asked >= k then
+    return redis.error_reply('ERR redlock: bad permit arguments')
+  end
+  local L = KEYS[1]
+  local permits = aux(L, 'permits')
+  local kept = redis.call('GET', permits)
+  if kept and kept ~= ARGV[8] then return {-2, kept} end
+  local key = KEYS[asked + 1]
+  local holder = redis.call('GET', key)
+  if holder then
+    local free = -1
+    for i = 1, k - 1 do
+      local s = (asked + i) % k
+      if try('GET', KEYS[s + 1]) == false then
+        free = s
+        break
+      end
+    end
+    if ticket ~= '' and clock() then
+      local others = aux(L, 'others')
+      if try('ZADD', others, now + SIGN_UP, ticket) then
+        try('ZREMRANGEBYSCORE', others, '-inf', now)
+        try('PEXPIRE', others, SIGN_UP)
+        for _, slot in ipairs(KEYS) do
+          local value = try('GET', slot)
+          if value then mark(slot, value) end
+        end
+      end
+    end
+    return {0, redis.call('PTTL', key), holder_name(holder), free}
+  end
+  -- The first write, where a node out of memory refuses: nothing is written before it.
+  if redis.call('PTTL', permits) < tonumber(ARGV[2]) then
+    redis.call('SET', permits, ARGV[8], 'PX', ARGV[2])
+  end
+  redis.call('SET', key, ARGV[1], 'PX', ARGV[2])
+  local fence = 0
+  if ARGV[3] == '1' then fence = redis.call('INCR', fence_counter(L)) end
+  if ticket ~= '' then sign_off({L}) end
+  if waiting(L) then mark(key, ARGV[1]) end
+  return {1, fence}
 end
 
 -- A key that holds a turn is free to the line's rules below, for an acquire that keeps to them.
@@ -246,28 +326,6 @@ if keeps_line then
   end
 end
 
--- The fence counter moved: from <key>:fence to <key> NUL fence, then to the Cluster layout (aux
--- 'fence'). A node that has no counter under the current name yet carries the highest legacy
--- one over first (a plain decimal integer: no token of ours looks like that), so that fencing
--- tokens never go backwards across an upgrade. fence.lua does the same. (This can go once every
--- fenced resource has been granted by this version on every node, or its legacy counters were
--- deleted: docs/safety.md.)
-local function fence_counter(key)
-  local c = aux(key, 'fence')
-  if redis.call('EXISTS', c) == 0 then
-    local best
-    for _, old in ipairs({key .. '\0fence', key .. ':fence'}) do
-      local v = old ~= c and redis.pcall('GET', old)
-      if type(v) == 'string' and #v <= 15 and string.match(v, '^%d+$')
-          and (not best or tonumber(v) > tonumber(best)) then
-        best = v
-      end
-    end
-    if best then redis.call('SET', c, best) end
-  end
-  return c
-end
-
 local fence = 0
 for _, key in ipairs(KEYS) do
   redis.call('SET', key, ARGV[1], 'PX', ARGV[2])
@@ -288,7 +346,7 @@ if #missed > 0 or (lined and #KEYS == 1) then
 end
 -- A waiter for several keys that is granted has signed up for none of them any more.
 if lined and #KEYS > 1 then
-  sign_off()
+  sign_off(KEYS)
 end
 -- A waiter's grant (the others of its line did not go away) leaves the new holder marked where
 -- others still wait. A grant that does not wait leaves it to the next refused waiter.

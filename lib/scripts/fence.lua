@@ -23,8 +23,17 @@ end
 -- A node with no counter under the current name yet starts from the highest legacy one, as
 -- acquire.lua's fence_counter does: a write-back that created the counter below a legacy value
 -- would let a later INCR here hand out a token that an older grant already had.
+-- A semaphore's slot key (acquire.lua, permits) counts under its semaphore's lock key, the part
+-- before its first NUL: one counter for all its permits.
+local function base(key)
+  local nul = string.find(key, '\0', 1, true)
+  if nul then return string.sub(key, 1, nul - 1) end
+  return key
+end
+
 local fence = tonumber(ARGV[2])
-for _, key in ipairs(KEYS) do
+for _, slot_key in ipairs(KEYS) do
+  local key = base(slot_key)
   local c = aux(key, 'fence')
   local current = redis.call('GET', c)
   local counter, carried = tonumber(current or '0'), nil

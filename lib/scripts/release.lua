@@ -16,7 +16,9 @@
 -- attempt's clean-up: where it was granted, it left the line), the queue kept ARGV[5] ms; ''
 -- takes it out (it stopped waiting: if it was first and the key is free, the next one's turn
 -- begins, announced under its ticket's digest). With several keys, ARGV[4] '' takes the
--- waiter's sign-ups out (it was granted, gave up or was cancelled).
+-- waiter's sign-ups out (it was granted, gave up or was cancelled); so does ARGV[6] 'signups' with
+-- one key (a waiter for a permit of a semaphore, signed up under the semaphore's lock key).
+-- ARGV[6] 'permit' (with ARGV[3] ''): the release of a permit (see the end).
 -- The common release, one key and nothing to announce, is sent with the token alone: every
 -- argument costs each node time to parse and to hand to Lua, and a name or a turn's length is
 -- needed only where somebody waits (docs/performance.md).
@@ -42,6 +44,14 @@ local function aux(key, kind)
   if string.find(key, '[{}]') then return key .. '\0' .. kind end
   return key .. '\0{' .. key .. '}' .. kind
 end
+-- The lock key a key belongs to: the part before its first NUL. A semaphore's slot key
+-- (acquire.lua, permits) is an auxiliary key of the semaphore's lock key, whose line and
+-- sign-ups it shares; every other key is its own.
+local function base(key)
+  local nul = string.find(key, '\0', 1, true)
+  if nul then return string.sub(key, 1, nul - 1) end
+  return key
+end
 
 local freed, checked
 if #KEYS == 1 and ARGV[3] == nil and ARGV[1] ~= '-' then
@@ -49,7 +59,8 @@ if #KEYS == 1 and ARGV[3] == nil and ARGV[1] ~= '-' then
   if value == ARGV[1] then
     redis.call('DEL', KEYS[1])
     if ARGV[2] == '0' or string.byte(value, -1) == 46 then return 1 end
-    if redis.pcall('EXISTS', aux(KEYS[1], 'queue'), aux(KEYS[1], 'others')) == 0 then return 1 end
+    local line = base(KEYS[1])
+    if redis.pcall('EXISTS', aux(line, 'queue'), aux(line, 'others')) == 0 then return 1 end
   elseif value and string.byte(ARGV[1], -1) == 46
       and value == string.sub(ARGV[1], 1, -2) .. '!' then
     redis.call('DEL', KEYS[1])
@@ -61,7 +72,8 @@ if #KEYS == 1 and ARGV[3] == nil and ARGV[1] ~= '-' then
 end
 
 local function nobody_waits(key)
-  return redis.pcall('EXISTS', aux(key, 'queue'), aux(key, 'others')) == 0
+  local line = base(key)
+  return redis.pcall('EXISTS', aux(line, 'queue'), aux(line, 'others')) == 0
 end
 
 local marked = string.byte(ARGV[1], -1) == 46 and string.sub(ARGV[1], 1, -2) .. '!'
@@ -86,12 +98,14 @@ end
 local function announce(key, asked)
   if not asked and nobody_waits(key) then return end
   name = name or string.sub(redis.sha1hex(ARGV[1]), 1, 16)
-  local q = aux(key, 'queue')
+  -- A slot of a semaphore is told under its semaphore's line and channel (base).
+  local line = base(key)
+  local q = aux(line, 'queue')
   -- The line's first (ZRANGE below): none, or an error (a key of another type, an ACL without
   -- ZRANGE), is no line.
   local time = try('TIME')
   if time then
-    local turns = aux(key, 'turns')
+    local turns = aux(line, 'turns')
     local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
     for _ = 1, 16 do
       local first = try('ZRANGE', q, 0, 0)
@@ -117,7 +131,7 @@ local function announce(key, asked)
             try('SET', key, 'turn\0' .. head, 'PX', length, 'NX')
           end
           -- The waiters for several keys whose sign-up has not ended, once per client.
-          local others = aux(key, 'others')
+          local others = aux(line, 'others')
           try('ZREMRANGEBYSCORE', others, '-inf', now)
           local told = {[channel] = true}
           for _, other in ipairs(try('ZRANGE', others, 0, -1) or {}) do
@@ -134,7 +148,7 @@ local function announce(key, asked)
       try('HDEL', turns, head)
     end
   end
-  redis.pcall('PUBLISH', key .. ':released', name)
+  redis.pcall('PUBLISH', line .. ':released', name)
 end
 
 -- '-' is no token (a waiter leaving the line): nothing to delete.
@@ -165,12 +179,12 @@ local function mark(key, value)
 end
 
 local ticket = ARGV[3] or ''
-if ticket ~= '' and #KEYS > 1 and ARGV[4] == '' then
+if ticket ~= '' and (#KEYS > 1 or ARGV[6] == 'signups') and ARGV[4] == '' then
   -- The sign-ups left then last as long as the latest of them, not SIGN_UP past this waiter's:
   -- acquire.lua's sign_off, the same steps (each script is loaded on its own), says why.
   local left_in = {}
   for _, key in ipairs(KEYS) do
-    local others = aux(key, 'others')
+    local others = aux(base(key), 'others')
     if try('ZREM', others, ticket) == 1 then table.insert(left_in, others) end
   end
   local time = #left_in > 0 and try('TIME')
@@ -207,6 +221,19 @@ elseif ticket ~= '' and #KEYS == 1 then
         announce(KEYS[1], true)
       end
     end
+  end
+end
+-- The release of a permit of a semaphore (ARGV[6] 'permit', acquire.lua) that leaves no slot of
+-- the semaphore held here lets its number of permits go, so that the next acquire may keep
+-- another: k is kept while a permit of it may be valid, and no longer (guide-semaphore.md).
+if ARGV[6] == 'permit' and #freed > 0 then
+  local line = base(KEYS[1])
+  local permits = aux(line, 'permits')
+  local k = tonumber(try('GET', permits))
+  if k and k >= 1 and k <= 1024 and k == math.floor(k) then
+    local slots = {line}
+    for i = 1, k - 1 do slots[#slots + 1] = aux(line, 'slot' .. i) end
+    if try('EXISTS', unpack(slots)) == 0 then try('DEL', permits) end
   end
 end
 return #freed

@@ -1,6 +1,7 @@
 -- Extends many locks in one call (one lock for extend(), a batch for the watchdog).
 -- KEYS: every lock's keys, lock after lock. ARGV: per lock, three values: token, ttl in ms,
--- number of keys. Returns one integer per lock:
+-- number of keys, negative for a permit of a semaphore (its one slot key: acquire.lua), whose
+-- semaphore's permits key is then kept at least as long as the slot. Returns one integer per lock:
 --    1  every key held the token; each key's ttl is now at least the new ttl. A ttl is only
 --       ever raised, never shortened: the deadline a holder already relies on stays covered.
 --    0  some key does not hold the token (then no key of that lock was touched);
@@ -11,9 +12,20 @@ local function marked(value, token)
   return value and string.byte(token, -1) == 46 and value == string.sub(token, 1, -2) .. '!'
 end
 
+-- The number of permits a semaphore keeps, under the lock key its slot key begins with (the part
+-- before the first NUL), in that key's Redis Cluster hash slot (acquire.lua, aux).
+local function permits_of(key)
+  local nul = string.find(key, '\0', 1, true)
+  if nul then key = string.sub(key, 1, nul - 1) end
+  if string.find(key, '[{}]') then return key .. '\0permits' end
+  return key .. '\0{' .. key .. '}permits'
+end
+
 local result, k = {}, 1
 for i = 1, #ARGV, 3 do
   local token, ttl, n = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
+  local permit = n < 0
+  if permit then n = -n end
   local state = 1
   for j = k, k + n - 1 do
     local value = redis.pcall('GET', KEYS[j])
@@ -30,6 +42,13 @@ for i = 1, #ARGV, 3 do
       if redis.call('PTTL', KEYS[j]) < ttl then
         redis.call('PEXPIRE', KEYS[j], ttl)
       end
+    end
+    -- A pcall: the permits key is the semaphore's, not the holder's; an error there (another
+    -- type) must not stop the renewal of what the holder does hold.
+    local permits = permit and permits_of(KEYS[k])
+    local left = permits and redis.pcall('PTTL', permits)
+    if type(left) == 'number' and left ~= -2 and left < ttl then
+      redis.pcall('PEXPIRE', permits, ttl)
     end
   end
   result[#result + 1] = state

@@ -29,6 +29,7 @@ struct AcquireSpec {
   Milliseconds ttl{1000};
   std::optional<Milliseconds> wait;  // nullopt: 1 + retry_count attempts; set: wait that long
   bool fencing = false;
+  unsigned permits = 0;  // a permit of a semaphore of that many (AcquireRequest::permits)
 };
 
 // What a simulated client runs: the protocol's decisions, fed events, answering with actions.

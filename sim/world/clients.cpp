@@ -80,6 +80,8 @@ void World::apply(int c, Actions& out) {
       }
       if (part != nullptr)
         part_delivered(c, *part, d->result);
+      else if (d->result && cl.op.kind == OpKind::permit)
+        permit_granted(c, d->result);
       else if (d->result)
         op_granted(c, d->result);
       else

@@ -29,6 +29,7 @@ void World::restart(std::size_t n, bool keep) {
   nd.incarnation++;
   nd.up = true;
   nd.busy_until = now_;
+  nd.slow_queue_until = 0;  // its queue went down with it
   trace("n" + std::to_string(n) + " is up again");
 }
 

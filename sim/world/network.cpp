@@ -192,6 +192,10 @@ void World::node_receive(int c, std::size_t n, std::uint64_t conn_id, std::uint6
     }
     if (release && !token.empty() && !reply.is_error()) cleaned_up_.insert({conn_id, token});
     check_script(c, n, argv, reply);
+    // Checker 11 on the node: after a script on the semaphore's keys (its first key one of them).
+    if (argv.size() > 3 &&
+        argv[3].compare(0, prefix_.size() + kSemaphore.size(), prefix_ + kSemaphore) == 0)
+      check_permits_on(n);
   }
   if (opt_.trace) {
     trace("n" + std::to_string(n) + " ran for c" + std::to_string(c) + ": " + reply.to_string());
@@ -202,9 +206,19 @@ void World::node_receive(int c, std::size_t n, std::uint64_t conn_id, std::uint6
     trace_ += indented;
   }
   deliver_pubsub(n);
-  Us service = now_ < nd.slow_until ? rng_.range(30 * kMs, 150 * kMs) : 20;
+  bool slow = now_ < nd.slow_until;
+  Us service = slow ? rng_.range(30 * kMs, 150 * kMs) : 20;
   Us depart = std::max(now_, nd.busy_until) + service;
   nd.busy_until = depart;
+  // The slow fault outlasts its slowness: the commands it served slowly queue what comes after
+  // them, whose replies wait for the last of them to leave, seconds after the slowness ended
+  // where many came meanwhile. The fault lasts as long as that queue does, for the checkers that
+  // judge only where no fault is on (4 and 9): the window the fault was drawn with (its length +
+  // 500 ms) does not cover it. (Seed 144414: n1, slow for 823 ms from 1.75 s, queued replies
+  // until 11.18 s; a renewal it ran at 8.85 s answered then, and its lease, watched at 7.19 s,
+  // was lost at 10.50 s: checker 9 saw a calm renewal go unanswered.)
+  if (slow || now_ < nd.slow_queue_until) faulty(depart + 500 * kMs);
+  if (slow) nd.slow_queue_until = depart;
   at(depart, [this, c, n, epoch, tag, reply = std::move(reply)]() mutable {
     if (cut(c, n) || !nodes_[n].up) return;
     auto& conn = clients_[c].conns[n];

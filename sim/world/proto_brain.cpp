@@ -39,6 +39,7 @@ class ProtoBrain final : public Brain {
     request.ttl = spec.ttl;
     request.wait = spec.wait;
     request.fencing = spec.fencing;
+    request.permits = spec.permits;
     auto job = std::make_unique<AcquireMachine>(ctx_, request, spec.ttl, now, place);
     auto id = job->id();
     auto* j = job.get();
@@ -83,7 +84,7 @@ class ProtoBrain final : public Brain {
   std::uint64_t watch(const Lock& lock, Clock::time_point now, Actions& out) override {
     auto id = ++last_op_;
     auto from = out.size();
-    watchdog_.add(id, proto::lease_of(lock, ctx_.keys_of(lock.resources), true, now), now, out);
+    watchdog_.add(id, proto::lease_of(lock, ctx_.held_keys(lock), true, now), now, out);
     route(out, from, Owner{Kind::watchdog, 0});
     return id;
   }

@@ -23,6 +23,14 @@ void World::draw_scenario() {
       std::find(allowed.begin(), allowed.end(), "late_grant") != allowed.end() &&
       late_rng_.chance(0.5))
     enabled_.insert("late_grant");
+  // The permits workload (permits.cpp), one seed in three: from its own generator, as the kinds
+  // above, and so are its k and its clients.
+  if (opt_.control == Control::none &&
+      std::find(allowed.begin(), allowed.end(), "permits") != allowed.end() &&
+      permits_rng_.chance(1.0 / 3))
+    enabled_.insert("permits");
+  permits_ = static_cast<int>(permits_rng_.range(1, kMostPermits));
+  int permit_clients = static_cast<int>(permits_rng_.range(3, 8));
   // A few stalls per run, as `pause` has: each one keeps liveness (checker 4) and checker 9
   // from judging for a while, and most of the run should still be judged.
   late_left_ = static_cast<int>(late_rng_.range(1, 3));
@@ -36,6 +44,8 @@ void World::draw_scenario() {
   static const std::vector<int> node_counts = {1, 2, 3, 3, 3, 3, 4, 5, 5, 6, 7};
   std::size_t n = static_cast<std::size_t>(rng_.pick(node_counts));
   int clients = static_cast<int>(rng_.range(2, 6));
+  // With permits, 3 to 8 clients, so that more than k of them contend for the k permits.
+  if (on("permits")) clients = permit_clients;
   static const std::vector<int> ttls = {300, 500, 1000};
   ttl_ = Milliseconds(rng_.pick(ttls));
   if (opt_.control != Control::none) {
@@ -148,6 +158,7 @@ void World::draw_scenario() {
   bool first = true;
   for (const auto& k : enabled_) s << (first ? "" : ",") << k, first = false;
   if (enabled_.empty()) s << "none";
+  if (on("permits")) s << " permits=" << permits_;
   if (opt_.control == Control::wipe_majority) s << " control=wipe-majority";
   if (opt_.control == Control::clock_jump_quorum) s << " control=clock-jump-quorum";
   summary_ = s.str();

@@ -1,6 +1,7 @@
 // The workload: each client's user operations one after the other (try_acquire, wait, fenced,
 // hold with its extends, multi, cancel; multi_hold in multi_hold.cpp, late_hold's stall in
-// late_hold.cpp), their claims, fenced writes to the storage, and their end.
+// late_hold.cpp, permits in permits.cpp), their claims, fenced writes to the storage, and their
+// end.
 
 #include "world_impl.hpp"
 
@@ -27,6 +28,7 @@ void World::schedule_next_op(int c) {
 
 void World::start_op(int c) {
   auto& cl = clients_[c];
+  if (on("permits") && permits_rng_.chance(0.6)) return start_permit(c);
   if (on(kMultiHold) && hold_rng_.chance(0.3)) return start_multi_hold(c);
   std::vector<OpKind> kinds = {OpKind::try_acquire, OpKind::wait, OpKind::wait,
                                OpKind::fenced,      OpKind::hold, OpKind::cancel,
@@ -94,9 +96,8 @@ void World::start_op(int c) {
   }
 }
 
-void World::op_granted(int c, const AcquireResult& r) {
-  auto& cl = clients_[c];
-  auto& op = cl.op;
+Claim World::grant_claim(int c, const AcquireResult& r) {
+  auto& op = clients_[c].op;
   op.granted = true;
   op.lock = r.lock;
   Claim claim;
@@ -104,9 +105,16 @@ void World::op_granted(int c, const AcquireResult& r) {
   claim.resources = op.resources;
   claim.start = now_;
   claim.deadline_local = us(r.lock.valid_until);
+  claim.token = r.lock.token;
+  return claim;
+}
+
+void World::op_granted(int c, const AcquireResult& r) {
+  auto& cl = clients_[c];
+  auto& op = cl.op;
+  Claim claim = grant_claim(c, r);
   claim.fence = r.lock.fencing_token;
   claim.fenced = op.kind == OpKind::fenced;
-  claim.token = r.lock.token;
   op.claim = static_cast<int>(claims_.size());
   claims_.push_back(claim);
   ++op.step;
@@ -140,24 +148,27 @@ void World::op_granted(int c, const AcquireResult& r) {
     // the end of what it believes (schedule_release), so a key shorter than the belief, or a
     // belief no quorum confirmed, meets the next holder (checker 1).
     Us ext = ttl * rng_.pick(kExtendPercents) / 100;
-    user_step(
-        c, step,
-        [this, c, ext] {
-          auto& me = clients_[c];
-          me.op.extending = true;
-          trace("c" + std::to_string(c) + " extends to " + std::to_string(ext / kMs) + "ms");
-          Actions out;
-          me.brain->extend(me.op.lock, Milliseconds(ext / kMs), cnow(me), out);
-          apply(c, out);
-        },
-        rng_.range(0, ttl / 2));
-    // Only if the extend's result never came (it always does, at the latest on the timeouts).
-    user_step(
-        c, step, [this, c] { op_end(c, true); }, 3 * ttl);
+    extend_then_end(c, step, ext, rng_.range(0, ttl / 2), ttl);
     return;
   }
   user_step(
       c, step, [this, c] { op_end(c, true); }, rng_.range(0, ttl));
+}
+
+void World::extend_then_end(int c, std::uint64_t step, Us ext, Us at, Us ttl) {
+  user_step(
+      c, step,
+      [this, c, ext] {
+        auto& me = clients_[c];
+        me.op.extending = true;
+        trace("c" + std::to_string(c) + " extends to " + std::to_string(ext / kMs) + "ms");
+        Actions out;
+        me.brain->extend(me.op.lock, Milliseconds(ext / kMs), cnow(me), out);
+        apply(c, out);
+      },
+      at);
+  user_step(
+      c, step, [this, c] { op_end(c, true); }, 3 * ttl);
 }
 
 void World::schedule_release(int c, Us within) {

@@ -1,8 +1,9 @@
 // The simulator's world inside (docs/simulation.md, "Parts"): the fault kinds, the
 // generators, the state of nodes, clients and connections, and the World class, whose member
 // functions are defined by concept: world.cpp (the event queue and a run), scenario.cpp,
-// clients.cpp and workload.cpp, multi_hold.cpp and late_hold.cpp (the workloads), network.cpp and
-// connections.cpp (the network), faults.cpp, trace.cpp, checkers/*.cpp. Private to sim/world.
+// clients.cpp and workload.cpp, multi_hold.cpp, late_hold.cpp and permits.cpp (the workloads),
+// network.cpp and connections.cpp (the network), faults.cpp, trace.cpp, checkers/*.cpp. Private
+// to sim/world.
 #pragma once
 
 #include "world.hpp"
@@ -60,6 +61,18 @@ inline std::string aux_of(const std::string& key, const char* kind) {
   if (key.find_first_of("{}") != std::string::npos) return key + std::string(1, '\0') + kind;
   return key + std::string(1, '\0') + "{" + key + "}" + kind;
 }
+// The keys a lock holds on a node (checkers 7, 9, 11): each resource's lock key, or for a permit
+// of a semaphore (Lock::permit, the slot) its one slot key: slot 0 the lock key itself, slot i > 0
+// the auxiliary key "slot<i>" (acquire.lua's permit mode; docs/guide-semaphore.md).
+inline std::string slot_of(const std::string& key, int slot) {
+  if (slot <= 0) return key;
+  return aux_of(key, ("slot" + std::to_string(slot)).c_str());
+}
+inline std::vector<std::string> keys_held(const std::string& prefix, const Lock& lock) {
+  std::vector<std::string> keys;
+  for (const auto& r : lock.resources) keys.push_back(slot_of(prefix + r, lock.permit));
+  return keys;
+}
 // The least validity a grant must keep (checker 7): Config::min_validity_ratio of its ttl, and
 // never less than 1 ms (docs/configuration-and-cli.md, min_validity_ratio), in microseconds.
 inline std::int64_t least_left(std::int64_t ttl_ms, double ratio) {
@@ -94,6 +107,7 @@ const std::vector<std::string> kFaultKinds = {
     "hostile",     // another program's values on a node: a string at a line's turns, a ticket
     "replica",     // one node is a (writable) replica: its INFO says role:slave
     "late_grant",  // a client stalls right after an acquire or write-back leaves, for most of a ttl
+    "permits",     // 3 to 8 clients contend for permits of a semaphore of k = 1..4 (permits.cpp)
 };
 // multi_hold, hostile with replica, and late_grant are each drawn, and draw all they need, from a
 // generator of their own: with them off, a seed runs bit for bit as it did before the kind
@@ -104,8 +118,14 @@ const std::string kMultiHold = "multi_hold";
 constexpr std::uint64_t kHostileSeed = 0x686f737469cb2d25ull;
 constexpr std::uint64_t kLateGrantSeed = 0x6c617465677261ull;
 inline bool own_draws(const std::string& kind) {
-  return kind == "hostile" || kind == "replica" || kind == "late_grant";
+  return kind == "hostile" || kind == "replica" || kind == "late_grant" || kind == "permits";
 }
+// The permits workload (permits.cpp) draws from a generator of its own too.
+constexpr std::uint64_t kPermitsSeed = 0x7065726d69747331ull;
+// Its semaphore's resource, and the most permits any of its clients asks for (k is drawn 1..4;
+// an odd client asks for another k of 1..4): checker 11 looks at that many slot keys.
+const std::string kSemaphore = "p";
+constexpr int kMostPermits = 4;
 constexpr std::uint64_t kMultiHoldSeed = 0x6d756c74696c6335ull;
 // The resources a multi_hold operation locks, each with its own acquire, token and lease.
 const std::vector<std::string> kHoldResources = {"m0", "m1", "m2"};
@@ -172,9 +192,13 @@ struct Claim {
   std::uint64_t fence = 0;
   bool fenced = false;
   std::string token;
+  // A permit of a semaphore (checker 11): the k its client asked with, and the slot it was
+  // granted (Lock::permit). 0 and -1 for a mutex, which checker 1 judges.
+  int permits = 0;
+  int slot = -1;
 };
 
-enum class OpKind { try_acquire, wait, fenced, hold, multi, cancel, multi_hold, late_hold };
+enum class OpKind { try_acquire, wait, fenced, hold, multi, cancel, multi_hold, late_hold, permit };
 inline const char* op_name(OpKind k) {
   switch (k) {
     case OpKind::try_acquire:
@@ -193,6 +217,8 @@ inline const char* op_name(OpKind k) {
       return "multi_hold";
     case OpKind::late_hold:
       return "late_hold";
+    case OpKind::permit:
+      return "permit";
   }
   return "?";
 }
@@ -220,6 +246,8 @@ struct UserOp {
   std::uint64_t lease = 0;
   std::uint64_t step = 0;       // invalidates scheduled steps of an earlier stage
   std::vector<HeldPart> parts;  // multi_hold: several locks (then job, lock, claim, lease unused)
+  int permits = 0;              // permit: the k it asks with
+  bool holds = false;           // permit: watched and renewed until it releases
 };
 
 struct ClientState {
@@ -255,6 +283,7 @@ struct NodeState {
   std::uint64_t incarnation = 0;
   Us busy_until = 0;
   Us slow_until = 0;
+  Us slow_queue_until = 0;  // the last reply of a command served slowly leaves then
   Us isolated_until = 0;
   Us odd_until = 0;  // answers requests with odd shapes until then (odd_reply)
   Us down_since = 0;
@@ -285,7 +314,8 @@ class World {
         rng_(o.seed ^ 0x9e3779b97f4a7c15ull),
         hold_rng_(o.seed ^ kMultiHoldSeed),
         hostile_rng_(o.seed ^ kHostileSeed),
-        late_rng_(o.seed ^ kLateGrantSeed) {}
+        late_rng_(o.seed ^ kLateGrantSeed),
+        permits_rng_(o.seed ^ kPermitsSeed) {}
 
   RunResult run();
 
@@ -333,6 +363,12 @@ class World {
   void op_end(int c, bool release);
   void schedule_next_op(int c);
   void user_step(int c, std::uint64_t step, std::function<void()> fn, Us after_local);
+  // The holder's extend of its lock to `ext`, `at` into its step, then the op's end 3 ttl later
+  // (only if the extend's result never came: it always does, at the latest on the timeouts).
+  void extend_then_end(int c, std::uint64_t step, Us ext, Us at, Us ttl);
+  // A grant of the client's op: the op holds the lock, and its claim (what checker 1 and the
+  // others judge) begins now, to the deadline the client believes.
+  Claim grant_claim(int c, const AcquireResult& r);
   void storage_write(int c);
   void kill(int c, const std::string& why);
   void close_claim(UserOp& op, Us cap);
@@ -351,6 +387,9 @@ class World {
   void close_claim(int claim, Us cap);
   // late_hold
   void stall_after_acquire(int c);
+  // permits
+  void start_permit(int c);
+  void permit_granted(int c, const AcquireResult& r);
 
   // --- network ---
   void send(int c, const proto::Send& s);
@@ -400,12 +439,18 @@ class World {
     ++disturbances_;
   }
   void final_checks();
+  // Checker 11 (checkers/permits.cpp): a node's semaphore after a script, and the holders at the
+  // end.
+  void check_permits_on(std::size_t n);
+  void check_permit_holders();
 
   RunOptions opt_;
   Rng rng_;
   Rng hold_rng_;       // multi_hold's own draws (kMultiHoldSeed)
   Rng hostile_rng_;    // hostile's and replica's own draws (kHostileSeed)
   Rng late_rng_;       // late_grant's own draws (kLateGrantSeed)
+  Rng permits_rng_;    // the permits workload's own draws (kPermitsSeed)
+  int permits_ = 0;    // with permits: the semaphore's k
   int late_left_ = 0;  // late_grant's stalls still to come
   std::priority_queue<Event, std::vector<Event>, Later> queue_;
   Us now_ = 0;
@@ -466,6 +511,7 @@ class World {
   };
   std::vector<Planted> planted_;
   std::set<std::string> reported10_;  // one violation of checker 10 per rule and key
+  std::set<std::string> reported11_;  // one violation of checker 11 per rule
   // Per (client, job) of an acquire: true from the time it sends an attempt until it arms a timer
   // for the next one (longer than a fill-in's 1 ms): then it sits between attempts.
   std::map<std::pair<int, std::uint64_t>, bool> attempting_;

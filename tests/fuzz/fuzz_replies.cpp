@@ -47,7 +47,16 @@ void check_acquire(const redisReply* r) {
   if (v.vote == Vote::no)
     FUZZ_CHECK(r->type == REDIS_REPLY_ARRAY && r->elements >= 1 && integer_is(r->element[0], 0),
                "acquire: a no is {0, ...}");
-  FUZZ_CHECK(!v.error, "acquire: the decoder sets no error");
+  // The one error it sets: a permit's {-2, k}, a node that keeps another number of permits, which
+  // is a failed vote (never a grant).
+  bool other_k = r != nullptr && r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
+                 integer_is(r->element[0], -2);
+  if (other_k)
+    FUZZ_CHECK(v.vote == Vote::failed && v.error == Errc::permits_mismatch,
+               "acquire: {-2, ...} is a failed vote, permits_mismatch");
+  else
+    FUZZ_CHECK(!v.error, "acquire: the decoder sets no other error");
+  FUZZ_CHECK(v.free_permit >= -1 && v.free_permit < 1024, "acquire: a hint is a slot or none");
 }
 
 // The quick acquire (SET NX GET): nil is the grant, a string the holder's token.

@@ -8,11 +8,13 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <set>
 
 #include <string>
 #include <vector>
 
 #include "cli_support.hpp"
+#include "core/keys.hpp"
 #include "redis_server.hpp"
 
 namespace redlock::test {
@@ -173,6 +175,60 @@ TEST_F(CliVerbs, RunDashCRunsTheLineThroughTheShell) {
   EXPECT_TRUE(has(both.err, "-c")) << both.err;
 }
 
+// `run --permits K`, like `consul lock -n`: at most K commands at once, each told its slot; a run
+// that gives another K while permits of the first are held is a usage error (exit 2).
+TEST_F(CliVerbs, RunWithPermitsRunsAtMostKCommandsAtOnce) {
+  std::vector<std::string> base = {REDLOCK_CLI_PATH, "--nodes", nodes, "-q", "run", "--permits",
+                                   "2", "pool", "sh", "-c",
+                                   // Each extends its own permit by its token: REDLOCK_PERMIT
+                                   // names the slot for `extend`.
+                                   "echo $REDLOCK_PERMIT; \"$0\" --nodes \"$1\" -q extend pool "
+                                   "\"$REDLOCK_TOKEN\" || echo unextended; sleep 10",
+                                   REDLOCK_CLI_PATH, nodes};
+  Process first(base), second(base);
+  auto slot_holders = [&] {
+    std::size_t held = 0;
+    for (unsigned i = 0; i < 2; ++i)
+      held += cluster.count_existing(redlock::detail::slot_key("redlock:pool", i)) >= 2;
+    return held;
+  };
+  ASSERT_TRUE(eventually([&] { return slot_holders() == 2; }, 5s));
+  auto show = cli({"--nodes", nodes, "show", "pool"});
+  EXPECT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_TRUE(has(show.out, "semaphore of 2 permits")) << show.out;
+  EXPECT_TRUE(has(show.out, "semaphore: 2 of 2 permits held on a quorum")) << show.out;
+  auto json = cli({"--nodes", nodes, "show", "--json", "pool"});
+  EXPECT_TRUE(has(json.out, "\"permits\":2,\"slots\":[{\"slot\":1,\"holder\":\"")) << json.out;
+  auto third = cli({"--nodes", nodes, "-q", "run", "--permits", "2", "pool", "true"});
+  EXPECT_EQ(third.exit_code, 1) << third.err;
+  auto other_k = cli({"--nodes", nodes, "-q", "run", "--permits", "3", "pool", "true"});
+  EXPECT_EQ(other_k.exit_code, 2) << other_k.err;
+  EXPECT_TRUE(has(other_k.err, "permits")) << other_k.err;
+  first.signal(SIGTERM);
+  second.signal(SIGTERM);
+  auto a = first.wait(10s), b = second.wait(10s);
+  std::set<std::string> slots = {a.out, b.out};
+  EXPECT_EQ(slots, (std::set<std::string>{"0\n", "1\n"})) << "each its own slot";
+  auto again = cli({"--nodes", nodes, "-q", "run", "--permits", "2", "pool", "true"});
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(cli({"--nodes", nodes, "run", "--permits", "0", "pool", "true"}).exit_code, 2);
+}
+
+// show reads a semaphore's k as acquire.lua does: a value with more to it than the decimal k is
+// no number of permits (every acquire is refused with it), never read as its first digits.
+TEST_F(CliVerbs, ShowReadsKAsTheScriptsDo) {
+  for (const std::string value : {"2x", "1e3", "02"}) {
+    SCOPED_TRACE(value);
+    for (std::size_t i = 0; i < cluster.size(); ++i)
+      cluster[i].command(
+          {"SET", redlock::detail::aux_key("redlock:pool", redlock::detail::kPermits), value});
+    auto show = cli({"--nodes", nodes, "show", "pool"});
+    EXPECT_EQ(show.exit_code, 0) << show.err;
+    EXPECT_FALSE(has(show.out, "semaphore of")) << show.out;
+    EXPECT_TRUE(has(show.out, "not a number of permits")) << show.out;
+  }
+}
+
 TEST_F(CliVerbs, CompoundDurationsAreReadAsGoReadsThem) {
   acquire("d1", {"--ttl", "1m30s"});
   EXPECT_GT(pttl("redlock:d1"), 80'000);
@@ -225,7 +281,15 @@ TEST_F(CliVerbs, RunWritesItsMetricsForTheTextfileCollectorAndCountsALostLock) {
   // and the file counts the loss.
   Process run({REDLOCK_CLI_PATH, "--nodes", nodes, "-q", "--ttl", "900ms", "run", "--metrics-file",
                file, "gone", "sleep", "10"});
-  ASSERT_TRUE(eventually([&] { return cluster.count_existing("redlock:gone") == 3; }, 5s));
+  // Once the lock is held (the file says so), not when its keys first exist: run asks for a
+  // fencing token, and keys deleted between the grant and its write-back refuse the grant (exit 1).
+  ASSERT_TRUE(eventually(
+      [&] {
+        return has(run_process({"/bin/cat", file}).out,
+                   "redlock_held_locks{resource=\"gone\"} 1") &&
+               cluster.count_existing("redlock:gone") == 3;
+      },
+      5s));
   for (std::size_t i = 0; i < 3; ++i) cluster[i].command({"DEL", "redlock:gone"});
   auto lost = run.wait(15s);
   EXPECT_EQ(lost.exit_code, 4) << lost.err;

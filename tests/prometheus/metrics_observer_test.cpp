@@ -118,6 +118,30 @@ TEST(MetricsObserver, CountsEachEventUnderItsName) {
       text, "redlock_node_errors_total{error=\"connect_failed\",node=\"127.0.0.1:7001\"} 1"));
 }
 
+// Acquires of a permit are counted by result beside every acquire; the counter's usual results
+// are series from the start.
+TEST(MetricsObserver, CountsAcquiresOfPermitsByResult) {
+  auto registry = std::make_shared<::prometheus::Registry>();
+  MetricsObserver observer(registry);
+  std::vector<std::string> resources{"pool"};
+  auto votes = three_votes(Vote::yes, Vote::yes, Vote::no);
+  OperationEvent e;
+  e.resources = &resources;
+  e.votes = &votes;
+  observer.on_operation(e);  // a mutex's acquire: not a permit's
+  e.permits = 4;
+  e.permit = 2;
+  observer.on_operation(e);
+  e.error = make_error_code(Errc::permits_mismatch);
+  e.permit = -1;
+  observer.on_operation(e);
+  auto text = exposition(*registry);
+  EXPECT_TRUE(has_line(text, "redlock_permit_acquires_total{result=\"ok\"} 1")) << text;
+  EXPECT_TRUE(has_line(text, "redlock_permit_acquires_total{result=\"permits_mismatch\"} 1"));
+  EXPECT_TRUE(has_line(text, "redlock_permit_acquires_total{result=\"not_acquired\"} 0"));
+  EXPECT_TRUE(has_line(text, "redlock_acquire_duration_seconds_count{result=\"ok\"} 2"));
+}
+
 TEST(MetricsObserver, ConstantLabelsGoOnEveryMetric) {
   auto registry = std::make_shared<::prometheus::Registry>();
   MetricsOptions options;

@@ -303,6 +303,20 @@ std::size_t RedisCluster::count_holding(const std::string& key, const std::strin
   return n;
 }
 
+std::vector<std::string> RedisServer::keys_of_lock(const std::string& lock_key) const {
+  std::string keys = command({"KEYS", "*"});
+  const std::string aux_prefix = lock_key + std::string(1, '\0');
+  std::vector<std::string> found;
+  for (std::size_t at = 0; at <= keys.size();) {
+    std::size_t end = std::min(keys.find('\n', at), keys.size());
+    std::string key = keys.substr(at, end - at);
+    at = end + 1;
+    if (key == lock_key || key.compare(0, aux_prefix.size(), aux_prefix) == 0)
+      found.push_back(std::move(key));
+  }
+  return found;
+}
+
 std::size_t RedisCluster::count_existing(const std::string& key) const {
   std::size_t n = 0;
   for (const auto& srv : servers_)

@@ -100,6 +100,9 @@ class RedisServer {
   // strings and statuses as they are, integers in decimal, nil as "(nil)", errors as
   // "(error) <text>", arrays as their elements joined by '\n'.
   std::string command(const std::vector<std::string>& argv) const;
+  // The keys of the lock key `lock_key` here (KEYS *): itself, and every key that begins with it
+  // and NUL, its auxiliary keys (lib/core/keys.hpp). Names holding a line feed are not told apart.
+  std::vector<std::string> keys_of_lock(const std::string& lock_key) const;
 
  private:
   void start();

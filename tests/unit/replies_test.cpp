@@ -235,5 +235,28 @@ TEST(Replies, TextIsAStringOrAStatus) {
   EXPECT_EQ(text(t.array({t.text("x")})).vote, Vote::pending);
 }
 
+// A permit's refusal adds a free slot (a hint, only within the slots there can be); {-2, k} is
+// a node that keeps another number of permits: a typed failure, never a grant.
+TEST(Replies, APermitsRefusalCarriesItsHintAndAnotherKIsATypedFailure) {
+  Tree t;
+  auto hinted = acquire(t.array({t.integer(0), t.integer(900), t.text("abc"), t.integer(2)}));
+  EXPECT_EQ(hinted.vote, Vote::no);
+  EXPECT_EQ(hinted.free_permit, 2);
+  auto none = acquire(t.array({t.integer(0), t.integer(900), t.text("abc"), t.integer(-1)}));
+  EXPECT_EQ(none.free_permit, -1);
+  auto huge = acquire(t.array({t.integer(0), t.integer(900), t.text("abc"), t.integer(1 << 30)}));
+  EXPECT_EQ(huge.free_permit, -1) << "no such slot";
+  auto mutex = acquire(t.array({t.integer(0), t.integer(900), t.text("abc")}));
+  EXPECT_EQ(mutex.free_permit, -1);
+  auto other_k = acquire(t.array({t.integer(-2), t.text("3")}));
+  EXPECT_EQ(other_k.vote, Vote::failed);
+  EXPECT_EQ(other_k.error, Errc::permits_mismatch);
+  EXPECT_NE(other_k.detail.find(": 3"), std::string::npos) << other_k.detail;
+  auto bare = acquire(t.array({t.integer(-2)}));
+  EXPECT_EQ(bare.error, Errc::permits_mismatch);
+  auto granted_with_more = acquire(t.array({t.integer(1), t.integer(0), t.integer(1)}));
+  EXPECT_NE(granted_with_more.vote, Vote::yes) << "a grant is {1, fence}, nothing more";
+}
+
 }  // namespace
 }  // namespace redlock::detail

@@ -56,7 +56,10 @@ int exit_code_for(std::error_code ec) {
   if (!ec) return kOk;
   if (ec == Errc::not_acquired || ec == Errc::not_held || ec == Errc::validity_expired)
     return kNotHeld;
-  if (ec == Errc::invalid_argument || ec == Errc::invalid_config) return kUsage;
+  // Another number of permits than a live permit of the semaphore has: the command line is at odds
+  // with the others' (docs/guide-semaphore.md).
+  if (ec == Errc::invalid_argument || ec == Errc::invalid_config || ec == Errc::permits_mismatch)
+    return kUsage;
   return kNoQuorum;
 }
 

@@ -50,13 +50,24 @@ int do_acquire(const Globals& g, redlock::Client& client, const std::string& key
 // reported as the quorum-th longest ttl of the keys that hold our token, less the drift
 // allowance; when fewer than a quorum can be read, the library's own lower bound, said to be one.
 int do_extend(const Globals& g, redlock::Client& client, const std::string& key,
-              const std::string& token) {
+              const std::string& token, int permit) {
   redlock::Lock lock(key, token);
+  lock.permit = permit;
   const auto ttl = client.config().ttl;
   const auto start = redlock::Clock::now();
   auto r = client.extend(lock, ttl);
   if (!r) return fail(r, "not extended '" + key + "'");
   if (g.quiet) return kOk;
+  if (permit >= 0) {  // the read-back below reads the lock key, slot 0 alone
+    diag(g, "extended permit " + std::to_string(permit) + " of '" + key + "': valid for at least " +
+                std::to_string(r.valid_until > redlock::Clock::now()
+                                   ? std::chrono::duration_cast<Milliseconds>(r.valid_until -
+                                                                              redlock::Clock::now())
+                                         .count()
+                                   : 0) +
+                " ms; votes " + r.votes.to_string());
+    return kOk;
+  }
   const auto& config = client.config();
   // Only the nodes that extended it: one that did not answer could hold up the read-back for
   // a connect timeout, and holds nothing of ours that counts.
@@ -89,8 +100,10 @@ int do_extend(const Globals& g, redlock::Client& client, const std::string& key,
 }
 
 int do_release(const Globals& g, redlock::Client& client, const std::string& key,
-               const std::string& token) {
-  auto r = client.release(redlock::Lock(key, token));
+               const std::string& token, int permit) {
+  redlock::Lock lock(key, token);
+  lock.permit = permit;
+  auto r = client.release(lock);
   if (!r) return fail(r, "not released '" + key + "'");
   diag(g, "released '" + key + "': " + release_summary(r) + "; votes " + r.votes.to_string());
   return kOk;

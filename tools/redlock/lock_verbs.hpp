@@ -10,8 +10,11 @@ namespace redlock::cli {
 
 int do_acquire(const Globals& g, Client& client, const std::string& key,
                std::optional<Milliseconds> wait, bool fencing);
-int do_extend(const Globals& g, Client& client, const std::string& key, const std::string& token);
-int do_release(const Globals& g, Client& client, const std::string& key, const std::string& token);
+// `permit`: the slot of a permit of a semaphore (--permit, REDLOCK_PERMIT), -1 for a mutex.
+int do_extend(const Globals& g, Client& client, const std::string& key, const std::string& token,
+              int permit = -1);
+int do_release(const Globals& g, Client& client, const std::string& key, const std::string& token,
+               int permit = -1);
 
 // What a release's quorum confirmed and what was still pending when it was decided, e.g.
 // "deleted on 2 of 3 node(s), quorum 2 confirmed; 1 still pending (not confirmed; ...)".

@@ -107,6 +107,13 @@ int main(int argc, char** argv) {
   auto* release = app.add_subcommand("release", "release KEY held with TOKEN");
   release->add_option("KEY", key, "resource name")->required();
   release->add_option("TOKEN", token, "token printed by acquire")->required();
+  // A permit of a semaphore (run --permits K gives its command REDLOCK_PERMIT with the token).
+  int permit = -1;
+  for (auto* verb : {extend, release})
+    verb->add_option("--permit", permit,
+                     "the token holds this permit (slot) of KEY, a semaphore (run --permits)")
+        ->envname("REDLOCK_PERMIT")
+        ->check(CLI::Range(0, static_cast<int>(redlock::AcquireRequest::max_permits) - 1));
   auto* status = app.add_subcommand(
       "status",
       "per node: can it vote, round trip, version; exit 3 when fewer than a quorum vote, 5 "
@@ -154,6 +161,10 @@ int main(int argc, char** argv) {
                   "wait this long for the lock (default 0: one attempt)");
   run->add_option("-E,--conflict-exit-code", run_options.conflict_exit_code,
                   "exit code when the lock is held by another (default 1)");
+  run->add_option("--permits", run_options.permits,
+                  "hold one of K permits of KEY instead of KEY alone: at most K commands run at "
+                  "once (a semaphore, like consul lock -n); every run of KEY gives the same K")
+      ->check(CLI::Range(1u, redlock::AcquireRequest::max_permits));
   run->add_option("--kill-after", run_options.kill_after,
                   "SIGKILL the command's process group this long after SIGTERM (default 5s)");
   std::optional<std::string> metrics_file;
@@ -235,8 +246,8 @@ int main(int argc, char** argv) {
     redlock::Client client(config);
     if (run->parsed()) return do_run(g, client, key, run_options);
     if (acquire->parsed()) return do_acquire(g, client, key, acquire_wait, fencing);
-    if (extend->parsed()) return do_extend(g, client, key, token);
-    if (release->parsed()) return do_release(g, client, key, token);
+    if (extend->parsed()) return do_extend(g, client, key, token, permit);
+    if (release->parsed()) return do_release(g, client, key, token, permit);
     if (status->parsed()) return do_status(g, client, status_options);
     if (brk->parsed()) return do_break(g, client, key, break_options);
   } catch (const redlock::Error& e) {

@@ -160,6 +160,8 @@ std::vector<std::string> child_environment(const redlock::Client& client, const 
   // The grant's fencing token (run always asks for one): pass it to the storage the command
   // writes, which rejects writes carrying a lower one.
   lock_vars.emplace_back("REDLOCK_FENCING_TOKEN", std::to_string(lock.fencing_token()));
+  // With --permits: the slot the command holds, 0 to K - 1 (a name for its share of the work).
+  if (lock.permit() >= 0) lock_vars.emplace_back("REDLOCK_PERMIT", std::to_string(lock.permit()));
   // More variables for the command go here: an inherited variable of the same name is replaced.
 
   auto withheld = [&](std::string_view name) {
@@ -341,6 +343,7 @@ int exit_status_of(int status) {
 int do_run(const Globals& g, redlock::Client& client, const std::string& key, const RunOptions& o) {
   redlock::AcquireRequest req({key});  // no ttl: the watchdog lease (--ttl), renewed
   req.fencing = true;                  // REDLOCK_FENCING_TOKEN: one more round trip, once
+  req.permits = o.permits;
   if (o.wait_ms) req.wait = redlock::Milliseconds(*o.wait_ms);
   int cancelled_by = 0;
   auto held = hold_cancellable(client, std::move(req), &cancelled_by);

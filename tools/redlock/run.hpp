@@ -16,6 +16,7 @@ struct RunOptions {
   std::optional<std::string> kill_after;
   std::optional<int> conflict_exit_code;
   long kill_after_ms = 5000;
+  unsigned permits = 0;  // --permits K: a permit of a semaphore of K, like `consul lock -n`
   std::vector<std::string> command;
 };
 

@@ -102,6 +102,30 @@ void read_node(NodeConnection& conn, const std::string& lock_key, NodeView& v) {
   // "waited for" only while somebody still stands in line or is signed up for it.
   v.marked = v.waited_for;
   v.waited_for = v.marked && (!v.line.empty() || !v.others.empty());
+  auto [permits, permits_type] = aux(conn, lock_key, redlock::detail::kPermits, v);
+  if (permits_type == "string") {
+    std::string k = reply_text(must(conn, {"GET", permits}).get());
+    // The form acquire.lua compares (the decimal k a client sends): a value with more to it
+    // ("2x", "1e3", " 2") refuses every acquire (permits_mismatch), and is shown as it is.
+    unsigned long n = 0;
+    if (!k.empty() && k.size() <= 4 && k.find_first_not_of("0123456789") == std::string::npos &&
+        k[0] != '0')
+      n = std::stoul(k);
+    if (n >= 1 && n <= redlock::AcquireRequest::max_permits) {
+      v.permits = static_cast<unsigned>(n);
+      for (unsigned i = 1; i < v.permits; ++i) {
+        std::string slot = redlock::detail::slot_key(lock_key, i);
+        auto value = must(conn, {"GET", slot});
+        bool held = value->type == REDIS_REPLY_STRING;
+        v.slots.emplace_back(held ? holder_name(reply_text(value.get())) : std::string(),
+                             held ? must(conn, {"PTTL", slot})->integer : -2);
+      }
+    } else {
+      v.notes.push_back("the permits key holds '" + k + "', not a number of permits");
+    }
+  } else if (permits_type != "none") {
+    v.notes.push_back("the permits key holds a " + permits_type);
+  }
   auto [fence, fence_type] = aux(conn, lock_key, redlock::detail::kFence, v);
   if (fence_type == "string")
     v.fence = reply_text(must(conn, {"GET", fence}).get());
@@ -209,6 +233,14 @@ bool print_views(const std::string& resource, const std::string& lock_key,
       for (std::size_t j = 0; j < v.others.size(); ++j)
         o += (j ? "," : "") + json_string(v.others[j]);
       o += "],\"fence\":" + (v.fence.empty() ? std::string("null") : json_string(v.fence));
+      if (v.permits > 0) {
+        o += ",\"permits\":" + std::to_string(v.permits) + ",\"slots\":[";
+        for (std::size_t j = 0; j < v.slots.size(); ++j)
+          o += (j ? "," : "") + std::string("{\"slot\":") + std::to_string(j + 1) + ",\"holder\":" +
+               (v.slots[j].first.empty() ? std::string("null") : json_string(v.slots[j].first)) +
+               ",\"ttl_ms\":" + std::to_string(v.slots[j].second) + "}";
+        o += "]";
+      }
       o += ",\"notes\":[";
       for (std::size_t j = 0; j < v.notes.size(); ++j)
         o += (j ? "," : "") + json_string(v.notes[j]);
@@ -244,8 +276,30 @@ bool print_views(const std::string& resource, const std::string& lock_key,
       std::printf("    turn: %s, %lld ms %s\n", t.name.c_str(),
                   t.left_ms < 0 ? -t.left_ms : t.left_ms, t.left_ms < 0 ? "overdue" : "left");
     if (!v.others.empty())
-      std::printf("    waiting for several keys: %zu client(s)\n", v.others.size());
+      std::printf("    waiting for several keys or a permit: %zu client(s)\n", v.others.size());
+    if (v.permits > 0) {
+      std::printf("    semaphore of %u permits; the line above is slot 0\n", v.permits);
+      for (std::size_t j = 0; j < v.slots.size(); ++j) {
+        if (v.slots[j].first.empty()) continue;
+        std::printf("    slot %zu: held by %s, %s left\n", j + 1, v.slots[j].first.c_str(),
+                    ttl_text(v.slots[j].second).c_str());
+      }
+    }
     for (const auto& n : v.notes) std::printf("    note: %s\n", printable(n).c_str());
+  }
+  // A semaphore: how many of its slots a holder has on a quorum of the nodes read.
+  unsigned permits = 0;
+  for (const auto& v : views) permits = std::max(permits, v.read ? v.permits : 0u);
+  if (permits > 0) {
+    unsigned held = majority.empty() ? 0 : 1;
+    for (unsigned slot = 1; slot < permits; ++slot) {
+      std::map<std::string, std::size_t> by;
+      for (const auto& v : views)
+        if (v.read && slot - 1 < v.slots.size() && !v.slots[slot - 1].first.empty())
+          ++by[v.slots[slot - 1].first];
+      for (const auto& [name, n] : by) held += n >= quorum ? 1 : 0;
+    }
+    std::printf("semaphore: %u of %u permits held on a quorum\n", held, permits);
   }
   if (read < quorum)
     std::printf("%zu of %zu nodes read: no quorum (%zu)\n", read, views.size(), quorum);

@@ -40,6 +40,10 @@ struct NodeView {
   std::vector<std::string> others;  // names of clients with waiters for several keys
   std::string fence;                // the fence counter, empty when none
   std::vector<std::string> notes;   // auxiliary keys of an unexpected type, legacy names read
+  // A semaphore (docs/guide-semaphore.md): the k its permits key keeps (0: none kept), and the
+  // holders of its slots 1 to k - 1 (slot 0 is the lock key above), "" where a slot is free.
+  unsigned permits = 0;
+  std::vector<std::pair<std::string, long long>> slots;  // holder name, PTTL
 };
 
 // Reads `lock_key` and its auxiliary keys on every node of `config`, in node-list order.

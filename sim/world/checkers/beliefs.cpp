@@ -47,10 +47,11 @@ void World::check_lost(int c, std::uint64_t lease, const Lock& lock, LostReason 
   if (disturbances_ != seen || cl.last_pause_end > since) return;
   std::string mine = lock.token.substr(0, lock.token.size() - 1);
   std::size_t held = 0;
+  auto keys = keys_held(prefix_, lock);  // a permit's: its slot key
   for (std::size_t n = 0; n < nodes_.size(); ++n) {
     bool all = nodes_[n].up;
-    for (const auto& r : lock.resources) {
-      auto k = nodes_[n].redis->key(prefix_ + r, node_ms(n));
+    for (const auto& key : keys) {
+      auto k = nodes_[n].redis->key(key, node_ms(n));
       all = all && k && k->type == KeyType::string && k->value.str.size() == lock.token.size() &&
             k->value.str.compare(0, mine.size(), mine) == 0;
     }
@@ -78,10 +79,11 @@ void World::check_backed(int c, const Lock& lock, const char* what) {
   Us deadline = cl.clock.when(us(lock.valid_until), now_);
   std::string mine = lock.token.substr(0, lock.token.size() - 1);
   std::size_t backed = 0;
+  auto keys = keys_held(prefix_, lock);  // a permit's: its slot key
   for (std::size_t n = 0; n < nodes_.size(); ++n) {
     bool all = true;
-    for (const auto& r : lock.resources) {
-      auto k = nodes_[n].redis->key(prefix_ + r, node_ms(n));
+    for (const auto& key : keys) {
+      auto k = nodes_[n].redis->key(key, node_ms(n));
       if (!k || k->type != KeyType::string || k->value.str.size() != lock.token.size() ||
           k->value.str.compare(0, mine.size(), mine) != 0) {
         all = false;

@@ -1,6 +1,7 @@
 // The checks at the end of a run (docs/simulation.md, "The checkers"): checker 1 (no two claims
 // overlap), 2 (fencing tokens increase), 6 (the storage refused every stale write) and 5 (after
-// the quiet end only fence counters remain).
+// the quiet end only fence counters remain); and checker 11 on the holders of permits
+// (permits.cpp).
 
 #include "../world_impl.hpp"
 
@@ -20,7 +21,8 @@ void World::final_checks() {
       for (const auto& r : a.resources)
         shared =
             shared || std::find(b.resources.begin(), b.resources.end(), r) != b.resources.end();
-      if (!shared) continue;
+      // Permits of a semaphore share its resource: checker 11 judges them.
+      if (!shared || (a.slot >= 0 && b.slot >= 0)) continue;
       if (a.start < b.end && b.start < a.end) {
         overlaps.emplace_back(static_cast<int>(i), static_cast<int>(j));
         if (overlaps.size() <= 3)
@@ -30,6 +32,7 @@ void World::final_checks() {
                     ")");
       }
     }
+  check_permit_holders();
   // Checker 2: fencing tokens of fenced grants strictly increase per resource.
   std::map<std::string, std::pair<std::uint64_t, Us>> last;
   std::vector<std::size_t> order(claims_.size());

@@ -61,7 +61,18 @@ void World::check_script(int c, std::size_t n, const std::vector<std::string>& a
 
   // A waiter's grant (ARGV[7]) leaves the new holder's key marked where others still wait: its
   // release must know it has somebody to tell.
-  if (granted && args.size() >= 7 && !marked.empty())
+  // A permit's grant (ARGV[8], ARGV[9]: k and the slot; KEYS the k slot keys, KEYS[1] the
+  // semaphore's lock key, whose line and sign-ups its waiters use) marks the slot it granted.
+  bool permit = acquire && args.size() >= 9;
+  if (granted && permit && !marked.empty()) {
+    auto slot = static_cast<std::size_t>(std::strtoul(args[8].c_str(), nullptr, 10));
+    if (slot < keys.size() &&
+        (node.key(aux_of(keys[0], "queue"), now) || node.key(aux_of(keys[0], "others"), now)) &&
+        string_at(keys[slot]) != marked)
+      report("unmarked", keys[slot],
+             "granted a permit while others wait, and left the slot unmarked");
+  }
+  if (granted && !permit && args.size() >= 7 && !marked.empty())
     for (const auto& k : keys)
       if ((node.key(aux_of(k, "queue"), now) || node.key(aux_of(k, "others"), now)) &&
           string_at(k) != marked)

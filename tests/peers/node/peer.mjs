@@ -3,7 +3,8 @@
 //   node peer.mjs PORT,PORT,... acquire RESOURCE TTL_MS [KEY_PREFIX]   stdout: the lock's value
 //   node peer.mjs PORT,PORT,... release RESOURCE VALUE [KEY_PREFIX]
 // Exit 0 when done, 1 when refused (held by another, or not held), 2 on a usage error.
-// Every client is closed before exiting; nothing retries (retryCount 0).
+// Every client is closed before exiting, once every node has answered; nothing retries
+// (retryCount 0).
 import Redis from "ioredis";
 import Redlock, { Lock } from "redlock";
 
@@ -25,6 +26,10 @@ const clients = ports.split(",").map(
 );
 const redlock = new Redlock(clients, { retryCount: 0, driftFactor: 0.01 });
 let code = 0;
+// node-redlock settles at the quorum, while the last node's vote may still be on its way: a
+// release answered NOSCRIPT there sends its EVAL only then. A service keeps its connections, so
+// that vote lands; this one-shot process waits for every vote before it closes them.
+const allVotes = (attempts) => Promise.all((attempts || []).map((a) => Promise.resolve(a)));
 try {
   // Connected to every node first, as a long-running service is: node-redlock decides at the
   // quorum, and a command still queued for a node that is connecting would be dropped when
@@ -37,9 +42,11 @@ try {
   ]);
   if (verb === "acquire") {
     const lock = await redlock.acquire([resource], Number(arg));
+    await allVotes(lock.attempts);
     process.stdout.write(lock.value + "\n");
   } else if (verb === "release") {
-    await redlock.release(new Lock(redlock, [resource], arg, [], 0));
+    const { attempts } = await redlock.release(new Lock(redlock, [resource], arg, [], 0));
+    await allVotes(attempts);
     process.stdout.write("released\n");
   } else {
     console.error(`unknown verb ${verb}`);
@@ -48,6 +55,7 @@ try {
 } catch (e) {
   console.error(`${verb} refused: ${e && e.message}`);
   code = 1;
+  await allVotes(e && e.attempts);
 } finally {
   await Promise.all(clients.map((c) => c.quit().catch(() => c.disconnect())));
 }

@@ -110,11 +110,13 @@ class MetricsObserver final : public Observer {
   ::prometheus::Family<::prometheus::Gauge>& held_family_;
   ::prometheus::Family<::prometheus::Gauge>& waiters_family_;
   ::prometheus::Family<::prometheus::Histogram>& wait_family_;
+  ::prometheus::Family<::prometheus::Counter>& permit_family_;
   ByResult<::prometheus::Histogram> acquire_;
   ByResult<::prometheus::Counter> extend_;
   ByResult<::prometheus::Counter> release_;
   ByResult<::prometheus::Counter> renew_;
   ByResult<::prometheus::Histogram> wait_;
+  ByResult<::prometheus::Counter> permit_;
   ::prometheus::Counter& attempts_;
   ::prometheus::Gauge& held_;
   ::prometheus::Gauge& waiters_;
