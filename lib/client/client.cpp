@@ -283,8 +283,8 @@ ExtendResult Client::extend(Lock& lock) { return extend(lock, lock.ttl); }
 
 ExtendResult Client::extend(Lock& lock, Milliseconds ttl) {
   std::optional<ExtendResult> on_lane;
-  if (!impl_->loop_.in_loop_thread() && check_resources(lock.resources).empty() &&
-      check_ttl(ttl, impl_->config_).empty() && !lock.token.empty())
+  if (!impl_->loop_.in_loop_thread() && check_lock(lock).empty() &&
+      check_ttl(ttl, impl_->config_).empty())
     on_lane = impl_->lane_->extend(lock, ttl);
   auto r = on_lane ? std::move(*on_lane) : impl_->wait<ExtendResult>([&](ExtendCallback done) {
     extend_async(lock, ttl, std::move(done));
@@ -297,8 +297,7 @@ ExtendResult Client::extend(Lock& lock, Milliseconds ttl) {
 }
 
 ReleaseResult Client::release(const Lock& lock) {
-  if (!impl_->loop_.in_loop_thread() && check_resources(lock.resources).empty() &&
-      !lock.token.empty())
+  if (!impl_->loop_.in_loop_thread() && check_lock(lock).empty())
     if (auto r = impl_->lane_->release(lock)) return std::move(*r);
   return impl_->wait<ReleaseResult>(
       [&](ReleaseCallback done) { release_async(lock, std::move(done)); });

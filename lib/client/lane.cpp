@@ -408,7 +408,10 @@ std::optional<AcquireResult> Lane::acquire(AcquireRequest& request, Milliseconds
   InLaneCall inside;
   // A waiter's first attempt is the quick command, alone: anything else waits on the loop.
   learn_quick_acquire();
-  if (waits && (request.resources.size() != 1 || request.fencing || !proto_->quick_acquire()))
+  // A waiting permit of a semaphore never asks with the quick command: it waits on the loop
+  // from its first attempt (a permit that does not wait is served here, hints and all).
+  if (waits && (request.resources.size() != 1 || request.fencing || request.permits > 0 ||
+                !proto_->quick_acquire()))
     return std::nullopt;
   const auto began = Clock::now();
   if (!ready(began)) return std::nullopt;
@@ -461,6 +464,8 @@ std::optional<AcquireResult> Lane::acquire(AcquireRequest& request, Milliseconds
     e.votes = &r.votes;
     e.latency = std::chrono::duration_cast<microseconds>(Clock::now() - began);
     e.attempts = r.attempts;
+    e.permits = machine.permits();
+    e.permit = r ? r.lock.permit : -1;
     o.on_operation(e);
   });
   lane_counters().served.fetch_add(1, std::memory_order_relaxed);
@@ -488,7 +493,7 @@ std::optional<ExtendResult> Lane::extend(const Lock& lock, Milliseconds ttl) {
   forget_pending();  // the late nodes' replies: read by the next calls, wanted by nobody
   if (!call.extended) return std::nullopt;  // cannot happen; the loop then answers
   notify_operation(config_, Operation::extend, call.extended->error, call.extended->votes,
-                   lock.resources, began);
+                   lock.resources, began, lock.permit);
   if (call.extended->error == Errc::not_held) found_lost(lock, began, call.extended->error);
   lane_counters().served.fetch_add(1, std::memory_order_relaxed);
   return std::move(call.extended);
@@ -515,7 +520,7 @@ std::optional<ReleaseResult> Lane::release(const Lock& lock) {
   forget_pending();  // the late nodes' replies: read by the next calls, wanted by nobody
   if (!call.released) return std::nullopt;  // cannot happen; the loop then answers
   notify_operation(config_, Operation::release, call.released->error, call.released->votes,
-                   lock.resources, began);
+                   lock.resources, began, lock.permit);
   if (call.released->error == Errc::not_held) found_lost(lock, began, call.released->error);
   lane_counters().served.fetch_add(1, std::memory_order_relaxed);
   return std::move(call.released);
@@ -569,6 +574,7 @@ void Lane::found_lost(const Lock& lock, Clock::time_point started, std::error_co
     e.reason = late ? LostReason::released_after_expiry : LostReason::keys_gone;
     e.error = make_error_code(Errc::lock_lost);
     e.resources = &lock.resources;
+    e.permit = lock.permit;
     o.on_lost(e);
   });
 }

@@ -19,6 +19,9 @@
 // - a release (a clean-up's or the caller's) whose outcome the lane could not learn: the loop
 //   sends it again, as it does with its own (its orphans).
 // Held locks (hold(), Mutex), cancel tokens and TLS nodes never come here.
+// Nor does a waiting acquire of a permit of a semaphore (AcquireRequest::permits), whose first
+// attempt is not the quick command; one that does not wait is served here, its slot hints and
+// Errc::permits_mismatch as on the loop (the same machine).
 //
 // The observer hears a lane call's events on the caller's thread.
 #pragma once

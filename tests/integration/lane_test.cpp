@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "client/lane.hpp"
+#include "core/keys.hpp"
 #include "redis_server.hpp"
 #include "redlock/redlock.hpp"
 #include "test_config.hpp"
@@ -276,6 +277,46 @@ TEST(Lane, EverySocketOfTheLaneIsCloseOnExec) {
   }
   closedir(dir);
   EXPECT_GE(sockets, 6u);  // the loop's three and the lane's three
+}
+
+// A permit of a semaphore (AcquireRequest::permits) that does not wait is served on the lane:
+// one slot asked, a refusal that names a free slot asked again at once, permits_mismatch at once;
+// extend and release act on its slot. A waiting one goes to the loop from its first attempt.
+TEST(Lane, APermitIsServedOnTheLaneAndAWaitingOneOnTheLoop) {
+  RedisCluster cluster(3);
+  Client a(lane_config(cluster)), b(lane_config(cluster));
+  wait_connected(a);
+  wait_connected(b);
+  auto permit = [](unsigned k, Milliseconds wait) {
+    AcquireRequest r({"lane:pool"}, 5000ms, wait);
+    r.permits = k;
+    return r;
+  };
+  const auto served_before = served();
+  auto one = a.acquire(permit(2, 0ms));
+  ASSERT_TRUE(one) << one.message();
+  auto two = b.acquire(permit(2, 0ms));  // the other slot, asked at once when hinted
+  ASSERT_TRUE(two) << two.message();
+  EXPECT_NE(one.lock.permit, two.lock.permit);
+  EXPECT_EQ(served() - served_before, 2u);
+  auto third = b.acquire(permit(2, 0ms));
+  EXPECT_EQ(third.error, Errc::not_acquired) << third.message();
+  auto other_k = b.acquire(permit(3, 0ms));
+  EXPECT_EQ(other_k.error, Errc::permits_mismatch) << other_k.message();
+  EXPECT_EQ(served() - served_before, 4u);
+  const auto handed_before = handed();
+  auto waited = b.acquire(permit(2, 100ms));
+  EXPECT_EQ(waited.error, Errc::not_acquired) << waited.message();
+  EXPECT_EQ(served() - served_before, 4u) << "the waiting permit on the loop";
+  EXPECT_EQ(handed(), handed_before) << "not tried on the lane first";
+  ASSERT_TRUE(a.extend(one.lock, 5000ms));
+  ASSERT_TRUE(a.release(one.lock));
+  ASSERT_TRUE(b.release(two.lock));
+  EXPECT_EQ(served() - served_before, 7u);
+  EXPECT_TRUE(test::eventually([&] {
+    return cluster.count_existing(detail::slot_key("redlock:lane:pool", 0)) == 0 &&
+           cluster.count_existing(detail::slot_key("redlock:lane:pool", 1)) == 0;
+  }));
 }
 
 }  // namespace
