@@ -71,7 +71,7 @@ Coordinator::Coordinator(uv_loop_t* loop, const Config& config)
   proto_ = std::make_unique<proto::Context>(
       config_, nodes_.size(), std::move(channel), [](std::string& out) { return new_token(out); },
       [this] { return rng_(); }, addresses_);
-  watchdog_ = std::make_unique<Watchdog>(*proto_, config_);
+  watchdog_ = std::make_unique<Watchdog>(*proto_, config_, lost_tokens_);
   uv_timer_init(loop_, &drain_timer_);
   drain_timer_.data = this;
   uv_timer_init(loop_, &watchdog_timer_);
@@ -113,12 +113,7 @@ void deliver_once(const Config& config, Ops& ops, std::uint64_t id, Operation ki
 void Coordinator::found_lost(const LockNote& note) {
   if (!config_.observer || note.token.empty()) return;
   if (note.lease != nullptr && note.lease->lost()) return;
-  if (!lost_tokens_.insert(note.token).second) return;
-  lost_order_.push_back(note.token);
-  if (lost_order_.size() > kLostTokensKept) {
-    lost_tokens_.erase(lost_order_.front());
-    lost_order_.pop_front();
-  }
+  if (!lost_tokens_.first(note.token)) return;
   const bool late = note.valid_until != Clock::time_point{} && note.started >= note.valid_until;
   observe(config_, [&](Observer& o) {
     LostEvent e;

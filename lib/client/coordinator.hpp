@@ -23,6 +23,7 @@
 #include "acquire_job.hpp"
 #include "in_flight.hpp"
 #include "lease.hpp"
+#include "lost_tokens.hpp"
 #include "redlock/client.hpp"
 #include "waiters.hpp"
 #include "watchdog.hpp"
@@ -57,6 +58,8 @@ class Coordinator final : JobHost, VoteSink, MessageSink {
   void send_release(std::size_t node, std::shared_ptr<const proto::Request> request);
   // Whether a node refused the quick acquire (then the loop's machines send the script only):
   // any thread, for the lane, whose machines then do the same.
+  // The tokens whose loss was reported, shared with the lane (any thread).
+  LostTokens& lost_tokens() noexcept { return lost_tokens_; }
   bool quick_acquire_off() const noexcept { return quick_off_.load(std::memory_order_acquire); }
   // The lane found a node that refuses the quick acquire: the loop's machines stop sending it.
   void no_quick_acquire() {
@@ -112,10 +115,8 @@ class Coordinator final : JobHost, VoteSink, MessageSink {
   std::unordered_map<std::uint64_t, AcquireJob*> jobs_;
   std::unordered_map<std::uint64_t, std::unique_ptr<ExtendOp>> extends_;
   std::unordered_map<std::uint64_t, std::unique_ptr<ReleaseOp>> releases_;
-  // Tokens whose loss found_lost() reported, the latest kLostTokensKept: one report per lock.
-  static constexpr std::size_t kLostTokensKept = 4096;
-  std::unordered_set<std::string> lost_tokens_;
-  std::deque<std::string> lost_order_;
+  // Tokens whose loss was reported (found_lost, the watchdog, the lane): one report per lock.
+  LostTokens lost_tokens_;
   bool shutting_down_ = false;
   std::size_t live_requests_ = 0;
   bool nodes_closed_ = false;

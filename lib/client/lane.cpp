@@ -101,8 +101,8 @@ struct Lane::Call {
   std::optional<ReleaseResult> released;
 };
 
-Lane::Lane(const Config& config, std::vector<const Node*> nodes, Loop loop)
-    : config_(config), loop_(std::move(loop)), rng_(random_seed()) {
+Lane::Lane(const Config& config, std::vector<const Node*> nodes, Loop loop, LostTokens& lost)
+    : config_(config), loop_(std::move(loop)), rng_(random_seed()), lost_tokens_(lost) {
   auto addresses = std::make_shared<std::vector<std::string>>();
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     auto slot = std::make_unique<Slot>();
@@ -560,14 +560,9 @@ void Lane::tell_quick_acquire() {
 
 void Lane::found_lost(const Lock& lock, Clock::time_point started, std::error_code) {
   // The coordinator's rule (Coordinator::found_lost) for a Lock of acquire(): reported once per
-  // token among this lane's calls.
+  // token, whichever path (this lane, the loop's calls, its watchdog) found it first.
   if (!config_.observer || lock.token.empty()) return;
-  if (!lost_tokens_.insert(lock.token).second) return;
-  lost_order_.push_back(lock.token);
-  if (lost_order_.size() > 4096) {
-    lost_tokens_.erase(lost_order_.front());
-    lost_order_.pop_front();
-  }
+  if (!lost_tokens_.first(lock.token)) return;
   const bool late = lock.valid_until != Clock::time_point{} && started >= lock.valid_until;
   observe(config_, [&](Observer& o) {
     LostEvent e;

@@ -37,13 +37,13 @@
 #include <optional>
 #include <random>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 #include "../net/lane_socket.hpp"
 #include "../net/node.hpp"
 #include "../proto/acquire.hpp"
 #include "../proto/context.hpp"
+#include "lost_tokens.hpp"
 #include "redlock/client.hpp"
 
 namespace redlock::detail {
@@ -72,8 +72,9 @@ class Lane {
     std::function<void()> no_quick_acquire;
   };
 
-  // `nodes`: the loop's data nodes, whose sessions the lane follows (they outlive it).
-  Lane(const Config& config, std::vector<const Node*> nodes, Loop loop);
+  // `nodes`: the loop's data nodes, whose sessions the lane follows (they outlive it). `lost`:
+  // the tokens whose loss was reported, shared with the loop (they outlive it too).
+  Lane(const Config& config, std::vector<const Node*> nodes, Loop loop, LostTokens& lost);
   ~Lane();
   Lane(const Lane&) = delete;
   Lane& operator=(const Lane&) = delete;
@@ -104,7 +105,7 @@ class Lane {
   // The quick acquire's fate, shared with the loop both ways (one client, one answer).
   void learn_quick_acquire();
   void tell_quick_acquire();
-  // Reports a lost lock found by an extend or a release, once per token (as the coordinator).
+  // Reports a lost lock found by an extend or a release, once per token among both paths.
   void found_lost(const Lock& lock, Clock::time_point started, std::error_code error);
 
   const Config& config_;
@@ -115,8 +116,7 @@ class Lane {
   std::unique_ptr<proto::Context> proto_;
   std::vector<pollfd> fds_;  // scratch for poll(), kept between calls
   std::vector<std::size_t> fd_slot_;
-  std::unordered_set<std::string> lost_tokens_;
-  std::deque<std::string> lost_order_;
+  LostTokens& lost_tokens_;
   bool told_quick_off_ = false;  // the loop was told that the quick acquire is off
 };
 

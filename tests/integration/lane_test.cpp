@@ -279,6 +279,60 @@ TEST(Lane, EverySocketOfTheLaneIsCloseOnExec) {
   EXPECT_GE(sockets, 6u);  // the loop's three and the lane's three
 }
 
+struct LostCounter : Observer {
+  void on_lost(const LostEvent&) override { ++lost; }
+  std::atomic<int> lost{0};
+};
+
+template <typename Result, typename Start>
+Result on_the_loop(Start start) {
+  std::promise<Result> promise;
+  auto future = promise.get_future();
+  start([&](Result r) { promise.set_value(std::move(r)); });
+  return future.get();
+}
+
+// A lock of acquire() whose keys are gone is reported lost once, whichever path finds it first:
+// an extend on the lane and then a release on the loop, or an extend on the loop and then a
+// release on the lane.
+TEST(Lane, ALostLockIsReportedOnceByTheLaneAndTheLoopTogether) {
+  RedisCluster cluster(3);
+  auto counter = std::make_shared<LostCounter>();
+  Config c = lane_config(cluster);
+  c.observer = counter;
+  Client client(c);
+  wait_connected(client);
+  auto gone = [&](const std::string& resource) {
+    for (std::size_t i = 0; i < 3; ++i) cluster[i].command({"DEL", "redlock:" + resource});
+  };
+
+  auto a = client.try_acquire("lane:lost:a", 5000ms);
+  ASSERT_TRUE(a) << a.message();
+  gone("lane:lost:a");
+  const auto served_before = served();
+  auto ext = client.extend(a.lock, 5000ms);
+  EXPECT_EQ(ext.error, Errc::not_held) << ext.message();
+  EXPECT_EQ(served() - served_before, 1u) << "the extend on the lane";
+  EXPECT_EQ(counter->lost.load(), 1);
+  auto rel =
+      on_the_loop<ReleaseResult>([&](auto done) { client.release_async(a.lock, std::move(done)); });
+  EXPECT_EQ(rel.error, Errc::not_held) << rel.message();
+  EXPECT_EQ(counter->lost.load(), 1) << "the loop's release found it lost too: not told again";
+
+  auto b = client.try_acquire("lane:lost:b", 5000ms);
+  ASSERT_TRUE(b) << b.message();
+  gone("lane:lost:b");
+  auto ext_b = on_the_loop<ExtendResult>(
+      [&](auto done) { client.extend_async(b.lock, 5000ms, std::move(done)); });
+  EXPECT_EQ(ext_b.error, Errc::not_held) << ext_b.message();
+  EXPECT_EQ(counter->lost.load(), 2);
+  const auto served_mid = served();
+  auto rel_b = client.release(b.lock);
+  EXPECT_EQ(rel_b.error, Errc::not_held) << rel_b.message();
+  EXPECT_EQ(served() - served_mid, 1u) << "the release on the lane";
+  EXPECT_EQ(counter->lost.load(), 2) << "the lane's release found it lost too: not told again";
+}
+
 // A permit of a semaphore (AcquireRequest::permits) that does not wait is served on the lane:
 // one slot asked, a refusal that names a free slot asked again at once, permits_mismatch at once;
 // extend and release act on its slot. A waiting one goes to the loop from its first attempt.
