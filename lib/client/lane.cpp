@@ -28,6 +28,12 @@ namespace {
 
 std::string ms_text(Milliseconds d) { return std::to_string(d.count()) + "ms"; }
 
+// How long a node whose lane connection timed out or failed to open rests before the lane tries
+// to open it again: the first time, then doubled each time it fails again, up to the longest.
+// A reply in time, or a new loop session with the node, ends the rest.
+constexpr Milliseconds kFirstRest{500};
+constexpr Milliseconds kLongestRest{8'000};
+
 // True on a thread inside a lane call (an observer that makes a blocking call from there must
 // not try the lane's mutex again: it uses the loop).
 thread_local bool in_lane_call = false;
@@ -69,7 +75,9 @@ struct Lane::Slot {
   bool guarded = false;  // its session began under the restart guard: the loop tells `connected`
   LaneSocket socket;
   std::deque<LanePending> pending;
-  bool dirty = false;  // output waits for flush
+  bool dirty = false;             // output waits for flush
+  Clock::time_point reopen_at{};  // resting (Lane::rest) until then
+  Clock::duration resting{};      // the last rest; zero when the node answers in time
 };
 
 // The machine a call drives: its replies, its timers, and whether it needs anything more.
@@ -135,8 +143,11 @@ bool Lane::ready(Clock::time_point now) {
       s->eligible_from = view.eligible_from;
       s->guarded = view.guarded;
       // The loop's connection was lost or replaced: whatever did it (the server killed its
-      // clients, a restart, another address) may have hit the lane's too. Open it again.
+      // clients, a restart, another address) may have hit the lane's too. Open it again, at
+      // once: the loop's new session found the server answering.
       if (s->socket.is_open()) drop(*s, i);
+      s->reopen_at = {};
+      s->resting = {};
     }
     if (!s->usable || now < s->eligible_from) return false;
   }
@@ -161,9 +172,15 @@ bool Lane::ready(Clock::time_point now) {
   const auto open_within = std::min(config_.connect_timeout, config_.request_timeout);
   for (auto& s : slots_) {
     if (s->socket.is_open()) continue;
+    // Resting (it timed out or failed to open a moment ago): this call goes to the loop without
+    // trying, so that a paused server costs no call of the lane its timeout again and again.
+    if (now < s->reopen_at) return false;
     std::string detail;
-    if (s->socket.open(*s->address, s->ip, s->run_id, Clock::now() + open_within, detail))
-      return false;  // this call goes to the loop; the next one tries again
+    if (s->socket.open(*s->address, s->ip, s->run_id, Clock::now() + open_within, detail)) {
+      lane_counters().open_failed.fetch_add(1, std::memory_order_relaxed);
+      rest(*s, Clock::now());
+      return false;  // this call goes to the loop; a call after the rest tries again
+    }
     lane_counters().opened.fetch_add(1, std::memory_order_relaxed);
   }
   return true;
@@ -334,7 +351,8 @@ void Lane::drive(Call& call, proto::Actions& first) {
         }
         LanePending p = std::move(s.pending.front());
         s.pending.pop_front();
-        if (p.request == nullptr) continue;  // SCRIPT LOAD
+        if (received <= p.deadline) s.resting = {};  // in time: its next rest is the first
+        if (p.request == nullptr) continue;          // SCRIPT LOAD
         const redisReply* r = reply.get();
         std::vector<NodeVote> votes;
         if (r->type == REDIS_REPLY_ERROR) {
@@ -391,10 +409,12 @@ void Lane::drive(Call& call, proto::Actions& first) {
       for (std::size_t i = 0; i < slots_.size(); ++i) {
         auto& s = *slots_[i];
         if (std::any_of(s.pending.begin(), s.pending.end(),
-                        [&](const LanePending& p) { return p.deadline <= after; }))
+                        [&](const LanePending& p) { return p.deadline <= after; })) {
           // Replies come in order: once one is late, nothing more on this connection is trusted.
           fail_slot(i, make_error_code(Errc::request_timeout),
                     "no reply within " + ms_text(timeout));
+          rest(s, after);
+        }
       }
     }
   }
@@ -556,6 +576,13 @@ void Lane::tell_quick_acquire() {
   if (proto_->quick_acquire() || told_quick_off_) return;
   told_quick_off_ = true;
   if (loop_.no_quick_acquire) loop_.no_quick_acquire();
+}
+
+void Lane::rest(Slot& s, Clock::time_point now) {
+  s.resting = s.resting == Clock::duration{}
+                  ? Clock::duration(kFirstRest)
+                  : std::min<Clock::duration>(s.resting * 2, kLongestRest);
+  s.reopen_at = now + s.resting;
 }
 
 void Lane::found_lost(const Lock& lock, Clock::time_point started, std::error_code) {

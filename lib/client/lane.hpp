@@ -53,7 +53,8 @@ struct LaneCounters {
   std::atomic<std::uint64_t> served{0};  // calls answered on a lane
   std::atomic<std::uint64_t> handed{0};  // waiting acquires refused on a lane, handed to the loop
   std::atomic<std::uint64_t> opened{0};  // lane connections opened
-  std::atomic<std::uint64_t> busy{0};    // calls that found the lane taken, served by the loop
+  std::atomic<std::uint64_t> open_failed{0};  // lane connections that failed to open
+  std::atomic<std::uint64_t> busy{0};         // calls that found the lane taken, served by the loop
 };
 LaneCounters& lane_counters() noexcept;
 
@@ -107,6 +108,10 @@ class Lane {
   void tell_quick_acquire();
   // Reports a lost lock found by an extend or a release, once per token among both paths.
   void found_lost(const Lock& lock, Clock::time_point started, std::error_code error);
+  // A node whose lane connection timed out or failed to open: calls go to the loop for a while
+  // before the lane tries to open it again (opening one to a paused server costs each call that
+  // tries up to the connect or request timeout).
+  static void rest(Slot& s, Clock::time_point now);
 
   const Config& config_;
   Loop loop_;

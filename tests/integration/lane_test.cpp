@@ -29,6 +29,7 @@ std::uint64_t served() { return lane_counters().served.load(); }
 std::uint64_t handed() { return lane_counters().handed.load(); }
 std::uint64_t opened() { return lane_counters().opened.load(); }
 std::uint64_t busy() { return lane_counters().busy.load(); }
+std::uint64_t open_failed() { return lane_counters().open_failed.load(); }
 
 // A client whose loop has a session with every node (the lane follows the loop's sessions).
 Config lane_config(const RedisCluster& cluster) {
@@ -97,7 +98,7 @@ TEST(Lane, AWaitingAcquireRefusedOnTheLaneIsHandedToTheLoopAndServedByTheRelease
   ASSERT_TRUE(b.release(got.lock));
 }
 
-TEST(Lane, AFailedLaneConnectionIsOpenedAgainByTheNextCall) {
+TEST(Lane, AFailedLaneConnectionIsOpenedAgainAfterItsRest) {
   RedisCluster cluster(3);
   Client client(lane_config(cluster));
   wait_connected(client);
@@ -122,8 +123,9 @@ TEST(Lane, AFailedLaneConnectionIsOpenedAgainByTheNextCall) {
   EXPECT_EQ(served() - served_before, 1u);
   cluster[2].resume();
 
-  // A later call opens the lane's connection to it again and finds its vote there (a call made
-  // while the loop reconnects to the node after its own timeout goes to the loop: bounded retry).
+  // A call after the node's rest opens the lane's connection to it again and finds its vote
+  // there (a call made during the rest, or while the loop reconnects to the node after its own
+  // timeout, goes to the loop: bounded retry).
   bool three = false;
   for (int i = 0; i < 100 && !three; ++i) {
     const auto before = served();
@@ -277,6 +279,38 @@ TEST(Lane, EverySocketOfTheLaneIsCloseOnExec) {
   }
   closedir(dir);
   EXPECT_GE(sockets, 6u);  // the loop's three and the lane's three
+}
+
+// A node that timed out on the lane rests: the calls made during its rest go to the loop without
+// trying to open the lane's connection to it again (which, to a paused server, costs each call
+// that tries up to the connect or request timeout before it goes to the loop anyway).
+TEST(Lane, APausedNodeRestsInsteadOfCostingEachLaterCallAnOpenAttempt) {
+  RedisCluster cluster(3);
+  Client client(lane_config(cluster)), other(lane_config(cluster));
+  wait_connected(client);
+  wait_connected(other);
+  auto first = client.try_acquire("lane:rest", 5000ms);
+  ASSERT_TRUE(first) << first.message();
+  ASSERT_TRUE(client.release(first.lock));
+  auto held = other.try_acquire("lane:rest:held", 10000ms);
+  ASSERT_TRUE(held) << held.message();
+  ASSERT_TRUE(test::eventually(
+      [&] { return cluster.count_holding("redlock:lane:rest:held", held.lock.token) == 3u; }));
+  cluster[2].pause();
+  // Refused by nodes 0 and 1; node 2's reply is late: its lane connection is closed.
+  const auto served_before = served();
+  auto refused = client.try_acquire("lane:rest:held", 5000ms);
+  EXPECT_EQ(refused.error, Errc::not_acquired) << refused.message();
+  EXPECT_EQ(served() - served_before, 1u);
+  const auto failed_before = open_failed();
+  for (int i = 0; i < 3; ++i) {
+    auto r = client.try_acquire("lane:rest:" + std::to_string(i), 5000ms);
+    ASSERT_TRUE(r) << r.message();  // nodes 0 and 1 on the loop
+    ASSERT_TRUE(client.release(r.lock));
+  }
+  EXPECT_EQ(open_failed(), failed_before) << "no call tried to open the paused node's connection";
+  cluster[2].resume();
+  ASSERT_TRUE(other.release(held.lock));
 }
 
 struct LostCounter : Observer {
