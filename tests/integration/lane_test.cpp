@@ -367,6 +367,38 @@ TEST(Lane, ALostLockIsReportedOnceByTheLaneAndTheLoopTogether) {
   EXPECT_EQ(counter->lost.load(), 2) << "the lane's release found it lost too: not told again";
 }
 
+// A call returns at its verdict and leaves a slow node's reply on the way; the next call reads it
+// first and matches only its own reply to its request: a refused attempt finds node 2's "no"
+// (the first call's key there), never the first call's late "yes".
+TEST(Lane, TheNextCallReadsTheLateRepliesOfTheLastBeforeItsOwn) {
+  RedisCluster cluster(3);
+  Client client(lane_config(cluster));
+  wait_connected(client);
+  auto warm = client.try_acquire("lane:late:warm", 5000ms);
+  ASSERT_TRUE(warm) << warm.message();
+  ASSERT_TRUE(client.release(warm.lock));
+  const auto opened_before = opened();
+  const auto served_before = served();
+  cluster[2].pause();
+  auto granted = client.try_acquire("lane:late", 5000ms);  // at the quorum of nodes 0 and 1
+  cluster[2].resume();
+  ASSERT_TRUE(granted) << granted.message();
+  auto refused = client.try_acquire("lane:late", 5000ms);
+  EXPECT_EQ(refused.error, Errc::not_acquired) << refused.message();
+  ASSERT_EQ(refused.votes.nodes.size(), 3u);
+  // Node 2's vote is its "no", or still pending at the verdict: never the first call's "yes".
+  for (std::size_t i = 0; i < 3; ++i)
+    EXPECT_NE(refused.votes.nodes[i].vote, Vote::yes) << "node " << i;
+  EXPECT_EQ(refused.votes.count(Vote::no), refused.votes.nodes[2].vote == Vote::no ? 3u : 2u);
+  EXPECT_TRUE(test::eventually(
+      [&] { return cluster.count_holding("redlock:lane:late", granted.lock.token) == 3u; }));
+  auto rel = client.release(granted.lock);
+  ASSERT_TRUE(rel) << rel.message();
+  EXPECT_TRUE(test::eventually([&] { return cluster.count_existing("redlock:lane:late") == 0; }));
+  EXPECT_EQ(served() - served_before, 3u);
+  EXPECT_EQ(opened(), opened_before) << "no lane connection was closed for a stray reply";
+}
+
 // A permit of a semaphore (AcquireRequest::permits) that does not wait is served on the lane:
 // one slot asked, a refusal that names a free slot asked again at once, permits_mismatch at once;
 // extend and release act on its slot. A waiting one goes to the loop from its first attempt.
