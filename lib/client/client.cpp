@@ -104,6 +104,7 @@ Client::Impl::Impl(Config config)
   };
   to_loop.quick_acquire_off = [this] { return coordinator_.quick_acquire_off(); };
   to_loop.no_quick_acquire = [this] { loop_.post([this] { coordinator_.no_quick_acquire(); }); };
+  to_loop.in_flight = [this] { return coordinator_.requests_in_flight(); };
   lane_ = std::make_unique<detail::Lane>(config_, std::move(nodes), std::move(to_loop),
                                          coordinator_.lost_tokens());
   loop_.start();

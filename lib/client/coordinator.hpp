@@ -58,6 +58,11 @@ class Coordinator final : JobHost, VoteSink, MessageSink {
   void send_release(std::size_t node, std::shared_ptr<const proto::Request> request);
   // Whether a node refused the quick acquire (then the loop's machines send the script only):
   // any thread, for the lane, whose machines then do the same.
+  // Any thread: whether a request of the loop is still on its way to a node (sent, and not yet
+  // answered by every node it went to, or timed out there).
+  bool requests_in_flight() const noexcept {
+    return live_requests_.load(std::memory_order_acquire) > 0;
+  }
   // The tokens whose loss was reported, shared with the lane (any thread).
   LostTokens& lost_tokens() noexcept { return lost_tokens_; }
   bool quick_acquire_off() const noexcept { return quick_off_.load(std::memory_order_acquire); }
@@ -118,7 +123,7 @@ class Coordinator final : JobHost, VoteSink, MessageSink {
   // Tokens whose loss was reported (found_lost, the watchdog, the lane): one report per lock.
   LostTokens lost_tokens_;
   bool shutting_down_ = false;
-  std::size_t live_requests_ = 0;
+  std::atomic<std::size_t> live_requests_{0};  // Sends not answered by every node (any thread)
   bool nodes_closed_ = false;
   uv_timer_t drain_timer_{};
   Poster post_to_loop_;

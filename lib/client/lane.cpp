@@ -492,7 +492,18 @@ std::optional<AcquireResult> Lane::acquire(AcquireRequest& request, Milliseconds
   return std::move(r);
 }
 
+// An extend or a release of a lock may follow its acquire's requests (or an extend's) that the
+// loop still has on their way to a late node: on another connection, the lane's would overtake
+// them there (a release run before the acquire leaves the key on that node until its ttl). The
+// loop sends it behind them, on the same connection.
+bool Lane::behind_the_loop() {
+  if (!loop_.in_flight || !loop_.in_flight()) return false;
+  lane_counters().behind.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
 std::optional<ExtendResult> Lane::extend(const Lock& lock, Milliseconds ttl) {
+  if (behind_the_loop()) return std::nullopt;
   auto guard = take(mutex_);
   if (!guard.owns_lock()) return std::nullopt;
   InLaneCall inside;
@@ -520,6 +531,7 @@ std::optional<ExtendResult> Lane::extend(const Lock& lock, Milliseconds ttl) {
 }
 
 std::optional<ReleaseResult> Lane::release(const Lock& lock) {
+  if (behind_the_loop()) return std::nullopt;
   auto guard = take(mutex_);
   if (!guard.owns_lock()) return std::nullopt;
   InLaneCall inside;

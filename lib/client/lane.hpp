@@ -55,6 +55,7 @@ struct LaneCounters {
   std::atomic<std::uint64_t> opened{0};  // lane connections opened
   std::atomic<std::uint64_t> open_failed{0};  // lane connections that failed to open
   std::atomic<std::uint64_t> busy{0};         // calls that found the lane taken, served by the loop
+  std::atomic<std::uint64_t> behind{0};       // extends and releases sent after the loop's requests
 };
 LaneCounters& lane_counters() noexcept;
 
@@ -71,6 +72,8 @@ class Lane {
     std::function<bool()> quick_acquire_off;
     // The lane found one: the loop's machines stop sending it too.
     std::function<void()> no_quick_acquire;
+    // Any thread: whether a request of the loop is still on its way to a node.
+    std::function<bool()> in_flight;
   };
 
   // `nodes`: the loop's data nodes, whose sessions the lane follows (they outlive it). `lost`:
@@ -98,6 +101,9 @@ class Lane {
   // reply read (or its connection closed at its deadline).
   void drive(Call& call, proto::Actions& first);
   bool pending() const;
+  // True (and counted) when the loop has requests on their way: an extend or a release then
+  // goes to the loop, behind them on each node's connection.
+  bool behind_the_loop();
   // Closes node `node`'s lane connection outside a call, with what earlier calls left on it (a
   // reply there must never be matched to a request on the next connection).
   void drop(Slot& s, std::size_t node);

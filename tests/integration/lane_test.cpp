@@ -30,6 +30,7 @@ std::uint64_t handed() { return lane_counters().handed.load(); }
 std::uint64_t opened() { return lane_counters().opened.load(); }
 std::uint64_t busy() { return lane_counters().busy.load(); }
 std::uint64_t open_failed() { return lane_counters().open_failed.load(); }
+std::uint64_t behind() { return lane_counters().behind.load(); }
 
 // A client whose loop has a session with every node (the lane follows the loop's sessions).
 Config lane_config(const RedisCluster& cluster) {
@@ -360,6 +361,9 @@ TEST(Lane, ALostLockIsReportedOnceByTheLaneAndTheLoopTogether) {
       [&](auto done) { client.extend_async(b.lock, 5000ms, std::move(done)); });
   EXPECT_EQ(ext_b.error, Errc::not_held) << ext_b.message();
   EXPECT_EQ(counter->lost.load(), 2);
+  // The extend returned at its quorum: let its last reply in, so that the release takes the lane
+  // (not behind the loop's request still on its way).
+  std::this_thread::sleep_for(100ms);
   const auto served_mid = served();
   auto rel_b = client.release(b.lock);
   EXPECT_EQ(rel_b.error, Errc::not_held) << rel_b.message();
@@ -429,6 +433,9 @@ TEST(Lane, APermitIsServedOnTheLaneAndAWaitingOneOnTheLoop) {
   EXPECT_EQ(waited.error, Errc::not_acquired) << waited.message();
   EXPECT_EQ(served() - served_before, 4u) << "the waiting permit on the loop";
   EXPECT_EQ(handed(), handed_before) << "not tried on the lane first";
+  // Its leaving of the line is still on its way when it returns: let it in, so that what
+  // follows takes the lane (not behind the loop's requests).
+  std::this_thread::sleep_for(100ms);
   ASSERT_TRUE(a.extend(one.lock, 5000ms));
   ASSERT_TRUE(a.release(one.lock));
   ASSERT_TRUE(b.release(two.lock));
@@ -437,6 +444,32 @@ TEST(Lane, APermitIsServedOnTheLaneAndAWaitingOneOnTheLoop) {
     return cluster.count_existing(detail::slot_key("redlock:lane:pool", 0)) == 0 &&
            cluster.count_existing(detail::slot_key("redlock:lane:pool", 1)) == 0;
   }));
+}
+
+// A grant on the loop returns at its quorum with its request to a paused node still on its way
+// on the loop's connection. The release that follows goes to the loop, behind it on the same
+// connection: on the lane's it could run first on that node, which would then keep the key
+// until its ttl.
+TEST(Lane, AReleaseAfterALoopGrantStillOnItsWayGoesBehindItOnTheLoop) {
+  RedisCluster cluster(3);
+  Client client(lane_config(cluster));
+  wait_connected(client);
+  auto warm = client.try_acquire("lane:behind:warm", 5000ms);
+  ASSERT_TRUE(warm) << warm.message();
+  ASSERT_TRUE(client.release(warm.lock));
+  cluster[2].pause();
+  auto granted = on_the_loop<AcquireResult>([&](auto done) {
+    client.acquire_async(AcquireRequest({"lane:behind"}, 5000ms, 0ms), std::move(done));
+  });
+  ASSERT_TRUE(granted) << granted.message();
+  const auto served_before = served();
+  const auto behind_before = behind();
+  auto rel = client.release(granted.lock);
+  cluster[2].resume();
+  ASSERT_TRUE(rel) << rel.message();
+  EXPECT_EQ(served(), served_before) << "the release went to the loop";
+  EXPECT_GT(behind(), behind_before);
+  EXPECT_TRUE(test::eventually([&] { return cluster.count_existing("redlock:lane:behind") == 0; }));
 }
 
 }  // namespace
