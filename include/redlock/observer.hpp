@@ -177,8 +177,8 @@ struct NodeWarningEvent {
 /// Every function is called on the client's loop thread, except the events of a blocking
 /// acquire, try_acquire, extend or release served on the caller's own lane, which are called on
 /// the calling thread: an observer may be called from two threads at once and must be
-/// thread-safe. It must not block: the loop runs every lock of the client. An exception that escapes
-/// a function is caught and reported through Config::log (like other callbacks); the
+/// thread-safe. It must not block: the loop runs every lock of the client. An exception that
+/// escapes a function is caught and reported through Config::log (like other callbacks); the
 /// operation goes on. The events of an operation come before its result reaches the caller.
 class REDLOCK_API Observer {
  public:
