@@ -17,7 +17,10 @@
 // - a waiting acquire's rest: the lane runs its first attempt (the quick command) alone; refused,
 //   it cleans up on the lane, then returns nullopt and the loop begins the acquire afresh;
 // - a release (a clean-up's or the caller's) whose outcome the lane could not learn: the loop
-//   sends it again, as it does with its own (its orphans).
+//   sends it again, as it does with its own (its orphans);
+// - an extend or a release made while the loop has requests on their way (a grant there returns
+//   at its quorum): on the lane's connection it could overtake them on a late node;
+// - every call while a node rests (its lane connection timed out or failed to open).
 // Held locks (hold(), Mutex), cancel tokens and TLS nodes never come here.
 // Nor does a waiting acquire of a permit of a semaphore (AcquireRequest::permits), whose first
 // attempt is not the quick command; one that does not wait is served here, its slot hints and
