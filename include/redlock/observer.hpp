@@ -44,8 +44,8 @@ struct OperationEvent {
   /// Each node's vote in the last attempt, with its error and latency; never null when delivered.
   /// Its addresses carry no credentials.
   const Votes* votes = nullptr;
-  /// From the start of the operation on the loop thread to its result: for an acquire, every
-  /// attempt and every wait between them.
+  /// From the start of the operation (on the loop thread, or on the caller's lane) to its
+  /// result: for an acquire, every attempt and every wait between them.
   std::chrono::microseconds latency{0};
   /// Attempts made (acquire: including retries and split-vote rounds; otherwise 1).
   int attempts = 1;
@@ -174,10 +174,11 @@ struct NodeWarningEvent {
 
 /// \brief Receives a Client's events. Set it in Config::observer; override what you need.
 ///
-/// Every function is called on the client's loop thread, one event at a time, and must not
-/// block: the loop runs every lock of the client. An observer shared by several clients is
-/// called from each of their loop threads, so it must be thread-safe. An exception that escapes
-/// a function is caught and reported through Config::log (like other callbacks); the
+/// Every function is called on the client's loop thread, except the events of a blocking
+/// acquire, try_acquire, extend or release served on the caller's own lane, which are called on
+/// the calling thread: an observer may be called from two threads at once and must be
+/// thread-safe. It must not block: the loop runs every lock of the client. An exception that
+/// escapes a function is caught and reported through Config::log (like other callbacks); the
 /// operation goes on. The events of an operation come before its result reaches the caller.
 class REDLOCK_API Observer {
  public:

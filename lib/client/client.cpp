@@ -91,6 +91,22 @@ Client::Impl::Impl(Config config)
       [link = std::weak_ptr<detail::ClientLink>(link_)](std::function<void()> task) {
         detail::post_via(link, [task = std::move(task)](detail::LockHost&) { task(); });
       });
+  std::vector<const detail::Node*> nodes;
+  for (const auto& n : coordinator_.nodes()) nodes.push_back(n.get());
+  detail::Lane::Loop to_loop;
+  to_loop.release = [this](std::size_t node, std::shared_ptr<const detail::proto::Request> r) {
+    loop_.post([this, node, r = std::move(r)]() mutable {
+      coordinator_.send_release(node, std::move(r));
+    });
+  };
+  to_loop.votes = [this](std::size_t node) {
+    loop_.post([this, node] { coordinator_.lane_votes(node); });
+  };
+  to_loop.quick_acquire_off = [this] { return coordinator_.quick_acquire_off(); };
+  to_loop.no_quick_acquire = [this] { loop_.post([this] { coordinator_.no_quick_acquire(); }); };
+  to_loop.in_flight = [this] { return coordinator_.requests_in_flight(); };
+  lane_ = std::make_unique<detail::Lane>(config_, std::move(nodes), std::move(to_loop),
+                                         coordinator_.lost_tokens());
   loop_.start();
   loop_.post([this] { coordinator_.start(); });
 }
@@ -240,7 +256,15 @@ void Client::status_async(StatusCallback done) {
                [shared] { (*shared)({}); });
 }
 
+// The blocking calls try the caller's lane first (lane.hpp): served there, or not at all (the
+// loop then serves them, as it does a call made from the loop thread or with invalid input).
 AcquireResult Client::acquire(AcquireRequest request) {
+  if (!impl_->loop_.in_loop_thread()) {
+    const auto& config = impl_->config_;
+    Milliseconds ttl = request.ttl.value_or(config.ttl);
+    if (check_request(request, ttl, config).empty())
+      if (auto r = impl_->lane_->acquire(request, ttl)) return std::move(*r);
+  }
   return impl_->wait<AcquireResult>(
       [&](AcquireCallback done) { acquire_async(std::move(request), std::move(done)); });
 }
@@ -260,8 +284,13 @@ AcquireResult Client::acquire(std::string_view resource, Milliseconds ttl, Milli
 ExtendResult Client::extend(Lock& lock) { return extend(lock, lock.ttl); }
 
 ExtendResult Client::extend(Lock& lock, Milliseconds ttl) {
-  auto r = impl_->wait<ExtendResult>(
-      [&](ExtendCallback done) { extend_async(lock, ttl, std::move(done)); });
+  std::optional<ExtendResult> on_lane;
+  if (!impl_->loop_.in_loop_thread() && check_lock(lock).empty() &&
+      check_ttl(ttl, impl_->config_).empty())
+    on_lane = impl_->lane_->extend(lock, ttl);
+  auto r = on_lane ? std::move(*on_lane) : impl_->wait<ExtendResult>([&](ExtendCallback done) {
+    extend_async(lock, ttl, std::move(done));
+  });
   if (r.ok()) {
     lock.valid_until = r.valid_until;
     lock.ttl = ttl;
@@ -270,6 +299,8 @@ ExtendResult Client::extend(Lock& lock, Milliseconds ttl) {
 }
 
 ReleaseResult Client::release(const Lock& lock) {
+  if (!impl_->loop_.in_loop_thread() && check_lock(lock).empty())
+    if (auto r = impl_->lane_->release(lock)) return std::move(*r);
   return impl_->wait<ReleaseResult>(
       [&](ReleaseCallback done) { release_async(lock, std::move(done)); });
 }

@@ -15,6 +15,7 @@
 #include "coordinator.hpp"
 #include "handles.hpp"
 #include "handoff.hpp"
+#include "lane.hpp"
 #include "lease.hpp"
 #include "redlock/client.hpp"
 
@@ -75,6 +76,9 @@ class __attribute__((visibility("hidden"))) Client::Impl final : public detail::
   // Shared with every Mutex of this client, which may outlive it. Destroyed first: the holds
   // it may still keep then find the client gone (link_->host is null) and only let go.
   std::shared_ptr<detail::MutexTable> mutexes_;
+  // The blocking calls' own lane (lane.hpp); destroyed before the coordinator, whose nodes it
+  // follows, and after the loop stopped.
+  std::unique_ptr<detail::Lane> lane_;
 };
 
 }  // namespace redlock

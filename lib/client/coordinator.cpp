@@ -71,7 +71,7 @@ Coordinator::Coordinator(uv_loop_t* loop, const Config& config)
   proto_ = std::make_unique<proto::Context>(
       config_, nodes_.size(), std::move(channel), [](std::string& out) { return new_token(out); },
       [this] { return rng_(); }, addresses_);
-  watchdog_ = std::make_unique<Watchdog>(*proto_, config_);
+  watchdog_ = std::make_unique<Watchdog>(*proto_, config_, lost_tokens_);
   uv_timer_init(loop_, &drain_timer_);
   drain_timer_.data = this;
   uv_timer_init(loop_, &watchdog_timer_);
@@ -113,12 +113,7 @@ void deliver_once(const Config& config, Ops& ops, std::uint64_t id, Operation ki
 void Coordinator::found_lost(const LockNote& note) {
   if (!config_.observer || note.token.empty()) return;
   if (note.lease != nullptr && note.lease->lost()) return;
-  if (!lost_tokens_.insert(note.token).second) return;
-  lost_order_.push_back(note.token);
-  if (lost_order_.size() > kLostTokensKept) {
-    lost_tokens_.erase(lost_order_.front());
-    lost_order_.pop_front();
-  }
+  if (!lost_tokens_.first(note.token)) return;
   const bool late = note.valid_until != Clock::time_point{} && note.started >= note.valid_until;
   observe(config_, [&](Observer& o) {
     LostEvent e;
@@ -176,7 +171,11 @@ void Coordinator::run(proto::Actions& actions, Route caller) {
       watchdog_->lost(*lost);
     }
   }
-  if (--running_ == 0) reap();
+  if (--running_ == 0) {
+    reap();
+    if (!proto_->quick_acquire() && !quick_off_.load(std::memory_order_relaxed))
+      quick_off_.store(true, std::memory_order_release);
+  }
 }
 
 void Coordinator::on_votes(Route route, proto::RequestId id, std::size_t node,
@@ -334,6 +333,17 @@ void Coordinator::release_lease(const std::shared_ptr<Lease>& lease, Client::Rel
   lock.permit = lease->permit;
   lock.valid_until = lease->valid_until();
   release(std::move(lock), std::move(done), lease);
+}
+
+void Coordinator::send_release(std::size_t node, std::shared_ptr<const proto::Request> request) {
+  if (nodes_closed_ || node >= nodes_.size()) return;
+  proto::Send send;
+  send.id = proto_->next_request();
+  send.request = std::move(request);
+  send.nodes = {node};
+  send.reply_wanted = false;
+  ++live_requests_;
+  InFlight::start(nodes_, loop_, send, Route{Route::To::release, 0}, *this);
 }
 
 void Coordinator::status(Client::StatusCallback done) {

@@ -7,6 +7,7 @@
 
 #include <uv.h>
 
+#include <atomic>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -22,6 +23,7 @@
 #include "acquire_job.hpp"
 #include "in_flight.hpp"
 #include "lease.hpp"
+#include "lost_tokens.hpp"
 #include "redlock/client.hpp"
 #include "waiters.hpp"
 #include "watchdog.hpp"
@@ -51,6 +53,30 @@ class Coordinator final : JobHost, VoteSink, MessageSink {
   // Stops watching a held lock, then releases it.
   void release_lease(const std::shared_ptr<Lease>& lease, Client::ReleaseCallback done);
   void status(Client::StatusCallback done);
+  // A release the caller's lane sent to `node` without learning its outcome: sent again here,
+  // nobody waiting for it (a node that cannot take it keeps it for its next session).
+  void send_release(std::size_t node, std::shared_ptr<const proto::Request> request);
+  // Whether a node refused the quick acquire (then the loop's machines send the script only):
+  // any thread, for the lane, whose machines then do the same.
+  // Any thread: whether a request of the loop is still on its way to a node (sent, and not yet
+  // answered by every node it went to, or timed out there).
+  bool requests_in_flight() const noexcept {
+    return live_requests_.load(std::memory_order_acquire) > 0;
+  }
+  // The tokens whose loss was reported, shared with the lane (any thread).
+  LostTokens& lost_tokens() noexcept { return lost_tokens_; }
+  bool quick_acquire_off() const noexcept { return quick_off_.load(std::memory_order_acquire); }
+  // The lane found a node that refuses the quick acquire: the loop's machines stop sending it.
+  void no_quick_acquire() {
+    proto_->no_quick_acquire();
+    quick_off_.store(true, std::memory_order_release);
+  }
+  // The caller's lane asks node `node` to vote (Node::lane_votes).
+  void lane_votes(std::size_t node) {
+    if (!nodes_closed_ && node < nodes_.size()) nodes_[node]->lane_votes();
+  }
+  // The data nodes, for the lane (which reads only their session views). Never changes.
+  const std::vector<std::unique_ptr<Node>>& nodes() const noexcept { return nodes_; }
 
  private:
   struct LockNote;
@@ -94,17 +120,16 @@ class Coordinator final : JobHost, VoteSink, MessageSink {
   std::unordered_map<std::uint64_t, AcquireJob*> jobs_;
   std::unordered_map<std::uint64_t, std::unique_ptr<ExtendOp>> extends_;
   std::unordered_map<std::uint64_t, std::unique_ptr<ReleaseOp>> releases_;
-  // Tokens whose loss found_lost() reported, the latest kLostTokensKept: one report per lock.
-  static constexpr std::size_t kLostTokensKept = 4096;
-  std::unordered_set<std::string> lost_tokens_;
-  std::deque<std::string> lost_order_;
+  // Tokens whose loss was reported (found_lost, the watchdog, the lane): one report per lock.
+  LostTokens lost_tokens_;
   bool shutting_down_ = false;
-  std::size_t live_requests_ = 0;
+  std::atomic<std::size_t> live_requests_{0};  // Sends not answered by every node (any thread)
   bool nodes_closed_ = false;
   uv_timer_t drain_timer_{};
   Poster post_to_loop_;
-  std::vector<std::uint64_t> reap_;  // jobs that may be done
-  int running_ = 0;                  // depth of run()
+  std::vector<std::uint64_t> reap_;     // jobs that may be done
+  int running_ = 0;                     // depth of run()
+  std::atomic<bool> quick_off_{false};  // proto_->quick_acquire() turned false (for the lane)
 };
 
 }  // namespace redlock::detail

@@ -7,7 +7,6 @@
 #include "../proto/scripts.hpp"
 
 namespace redlock::detail {
-namespace {
 
 const Script* script_of(proto::ScriptId id) {
   switch (id) {
@@ -24,8 +23,6 @@ const Script* script_of(proto::ScriptId id) {
   }
   return nullptr;
 }
-
-}  // namespace
 
 InFlight::InFlight(const proto::Send& send, Route route, VoteSink& sink)
     : sink_(sink), route_(route), id_(send.id), request_(send.request), wanted_(send.reply_wanted) {

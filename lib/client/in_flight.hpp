@@ -15,6 +15,9 @@
 
 namespace redlock::detail {
 
+// The script a request runs on a node (null: a plain command).
+const Script* script_of(proto::ScriptId id);
+
 // Whose request it is: an acquire job, an extend, a release (by id), or the watchdog.
 struct Route {
   enum class To : std::uint8_t { acquire, extend, release, watchdog };

@@ -6,8 +6,8 @@
 
 namespace redlock::detail {
 
-Watchdog::Watchdog(proto::Context& context, const Config& config)
-    : context_(context), config_(config), machine_(context) {}
+Watchdog::Watchdog(proto::Context& context, const Config& config, LostTokens& lost)
+    : context_(context), config_(config), lost_tokens_(lost), machine_(context) {}
 
 void Watchdog::add(const std::shared_ptr<Lease>& lease, Clock::time_point now,
                    proto::Actions& out) {
@@ -60,13 +60,18 @@ void Watchdog::lost(const proto::Lost& lost) {
   if (lease->lost()) return;
   lease->lost_code.store(static_cast<int>(lost.why), std::memory_order_release);
   if (!lost.notify) return;
+  // Told once per lock: an extend or a release of its token (on the lane or here) may have
+  // found it gone first. The holder's callback below runs in any case.
+  const bool first = !config_.observer || lost_tokens_.first(lease->token);
   observe(config_, [&](Observer& o) {
-    LostEvent e;
-    e.reason = lost.reason;
-    e.error = make_error_code(lost.why);
-    e.resources = &lease->resources;
-    e.permit = lease->permit;
-    o.on_lost(e);
+    if (first) {
+      LostEvent e;
+      e.reason = lost.reason;
+      e.error = make_error_code(lost.why);
+      e.resources = &lease->resources;
+      e.permit = lease->permit;
+      o.on_lost(e);
+    }
     o.on_held(leases_.size());
   });
   // The holder's callback may release other locks: nothing of this is held across it.

@@ -13,12 +13,14 @@
 
 #include "../proto/watchdog.hpp"
 #include "lease.hpp"
+#include "lost_tokens.hpp"
 
 namespace redlock::detail {
 
 class Watchdog {
  public:
-  Watchdog(proto::Context& context, const Config& config);
+  // `lost`: the tokens whose loss was reported, shared with found_lost and the lane.
+  Watchdog(proto::Context& context, const Config& config, LostTokens& lost);
 
   // Starts watching: renewals (when lease->renew) and the validity deadline.
   void add(const std::shared_ptr<Lease>& lease, Clock::time_point now, proto::Actions& out);
@@ -38,6 +40,7 @@ class Watchdog {
  private:
   proto::Context& context_;
   const Config& config_;
+  LostTokens& lost_tokens_;
   proto::WatchdogMachine machine_;
   std::unordered_map<std::uint64_t, std::shared_ptr<Lease>> leases_;  // by Lease::id
 };

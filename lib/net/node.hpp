@@ -13,11 +13,13 @@
 
 #include <uv.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <list>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <set>
 #include <string>
@@ -90,6 +92,29 @@ class MessageSink {
   ~MessageSink() = default;
 };
 
+// The handshake's pieces, shared by the loop's sessions and the caller's lane
+// (lib/client/lane.hpp): the arguments of AUTH (empty without a password) and of SELECT (empty
+// for db 0), and what an error reply to one of them means (a plain ERR to AUTH is a refused
+// password, unless it is a server at maxclients greeting a connection it will not serve).
+std::vector<std::string> auth_argv(const NodeAddress& address);
+std::vector<std::string> select_argv(const NodeAddress& address);
+std::error_code handshake_error(bool to_auth, std::string_view text);
+// Appends `command` in RESP to `out` (EVALSHA, or EVAL with the script's body when `as_eval`).
+// False (nothing appended) when out of memory.
+bool format_command(std::string& out, const Command& command, bool as_eval);
+
+// What the loop's session with a node lets the caller's lane know, from any thread: that the
+// connection finished its handshake and passed the safeguards, to which address, and the
+// server's run_id. Empty (not `in_session`) while the node is down or connecting.
+struct SessionView {
+  bool in_session = false;
+  std::string ip;      // the numeric address the session is connected to
+  std::string run_id;  // as INFO said; empty when no safeguard asked INFO, or it was unreadable
+  // From then on the restart guard lets the node vote (steady clock).
+  std::chrono::steady_clock::time_point eligible_from{};
+  bool guarded = false;  // the session began under the restart guard (see Node::lane_votes)
+};
+
 class Node {
  public:
   // With a `subscriber`, the node is a pub/sub connection: it only subscribes to channels
@@ -137,6 +162,17 @@ class Node {
   const std::string& last_error_detail() const noexcept { return last_error_detail_; }
   // What the restart safeguards warned about this node (each once), for `redlock status`.
   const std::vector<std::string>& warnings() const noexcept { return warnings_; }
+  // Loop thread: the caller's lane asks this node to vote, as a send that may grant does: the
+  // first such use after the restart guard's time tells the observer `connected`.
+  void lane_votes() {
+    if (state_ == State::ready) (void)ineligible();
+  }
+  // Any thread: where the current session stands (data nodes; a subscriber's is always empty).
+  SessionView session_view() const;
+  // Any thread: changes whenever the session is published or withdrawn (cheap to poll).
+  std::uint64_t session_epoch() const noexcept {
+    return view_epoch_.load(std::memory_order_acquire);
+  }
 
  private:
   // idle: not started. connecting: resolving, connecting or in the handshake; callers'
@@ -158,7 +194,7 @@ class Node {
     bool timed_out;  // its deadline passed; the connection is being closed for it
   };
 
-  class Conn;  // one connection's session state (node.cpp)
+  class Conn;  // one connection's session state (node_conn.hpp)
 
   // From a connection's transport.
   void on_open(Conn& conn);
@@ -201,6 +237,8 @@ class Node {
   void fail_held(std::error_code error, const std::string& detail);
   // One reply, in order, read at `received_ns` (uv_hrtime). False when it closed the connection.
   bool handle_reply(Conn& conn, const redisReply* reply, std::uint64_t received_ns);
+  // A reply to AUTH, SELECT or INFO. False when it closed the connection.
+  bool handle_handshake_reply(Conn& conn, const Pending& p, const redisReply* reply);
   void handle_push(const redisReply* reply);
   void check_timeouts();
   // Closes the current connection and fails what it had in flight; then opens a replacement
@@ -213,6 +251,9 @@ class Node {
   std::string not_ready_reason() const;
   void note_error(std::error_code ec, std::string detail);
   std::uint64_t request_deadline() const;
+  // Loop thread: publishes the current session to session_view() (`open`: in session), or
+  // withdraws it.
+  void publish_session(bool open);
 
   // The request timer only notes that a deadline passed; the verdict waits for the end of the
   // loop turn's I/O (a check handle, with an idle handle so that the poll does not block), so that
@@ -250,6 +291,10 @@ class Node {
   bool told_restarting_ = false;   // the observer heard `restarting`, not yet `connected`
   bool ask_fsync_ = false;         // the session begins with CONFIG GET appendfsync
   std::vector<std::string> warnings_;
+  std::string run_id_;  // the current connection's server, as its INFO said
+  mutable std::mutex view_mutex_;
+  SessionView view_;  // guarded by view_mutex_
+  std::atomic<std::uint64_t> view_epoch_{0};
   struct Orphan {
     Command command;
     bool sent = false;  // on the current connection, awaiting its reply

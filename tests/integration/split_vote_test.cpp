@@ -52,6 +52,12 @@ TEST(SplitVote, AWinnerWhoseLastRoundEndsPastTheFirstRoundsWindowGetsNoLock) {
       },
       10000ms));
 
+  // The first blocking call opens the client's lane (a connect and a handshake through the
+  // proxies, 300 ms): done here, so that the attempt below begins at once.
+  auto warm = client.try_acquire("split:warm", 5000ms);
+  ASSERT_TRUE(warm) << warm.message();
+  ASSERT_TRUE(client.release(warm.lock));
+
   // The picture the first round sees, complete 300 ms after it began: us on 0 and 1, B on 2
   // and 3, C on 4. Nobody has a quorum of 3: a split, which we win. B's keys are gone at 300 ms,
   // before our fill-in round reaches 2 and 3 (450 ms): that round completes the quorum at about
