@@ -127,7 +127,9 @@ class REDLOCK_API Client {
   AcquireResult acquire(std::string_view resource, Milliseconds ttl, Milliseconds wait);
   /// \brief The general form: several resources, fencing, cancellation.
   /// \param request What to acquire and how long to try.
-  /// \return The lock, or why not.
+  /// \return The lock, or why not. A grant whose validity ended before this call could return
+  ///         it (the calling thread was descheduled that long) is released and reported as
+  ///         Errc::validity_expired: no blocking acquire returns a lock that is not valid().
   AcquireResult acquire(AcquireRequest request);
   /// \brief Extends by the lock's own ttl (compare-and-pexpire on every node).
   /// \param lock On success its valid_until is updated; on failure it is left as it was.
@@ -190,6 +192,7 @@ class REDLOCK_API Client {
  private:
   friend class HeldLock;
   friend class Mutex;
+  AcquireResult arrived(AcquireResult r);
   std::unique_ptr<Impl> impl_;
 };
 

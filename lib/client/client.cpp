@@ -263,10 +263,23 @@ AcquireResult Client::acquire(AcquireRequest request) {
     const auto& config = impl_->config_;
     Milliseconds ttl = request.ttl.value_or(config.ttl);
     if (check_request(request, ttl, config).empty())
-      if (auto r = impl_->lane_->acquire(request, ttl)) return std::move(*r);
+      if (auto r = impl_->lane_->acquire(request, ttl)) return arrived(std::move(*r));
   }
-  return impl_->wait<AcquireResult>(
-      [&](AcquireCallback done) { acquire_async(std::move(request), std::move(done)); });
+  return arrived(impl_->wait<AcquireResult>(
+      [&](AcquireCallback done) { acquire_async(std::move(request), std::move(done)); }));
+}
+
+// A grant whose validity ended before the blocking call could hand it over (the calling thread
+// was descheduled, or woke late from the loop's hand-off) is no grant: it is released, and the
+// call fails with validity_expired, as a grant with too little validity left does. A lock is
+// never reported held past its validity (docs/safety.md).
+AcquireResult Client::arrived(AcquireResult r) {
+  if (!r.ok() || r.lock.valid()) return r;
+  release_async(r.lock, [](ReleaseResult) {});
+  r.error = make_error_code(Errc::validity_expired);
+  r.detail = "granted, but its validity had ended when the call returned";
+  r.lock = Lock();
+  return r;
 }
 
 AcquireResult Client::try_acquire(std::string_view resource) {

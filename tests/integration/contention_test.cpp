@@ -75,13 +75,14 @@ TEST(Contention, OneReleaseWakesOneWaiterOfAClient) {
 
   for (int w = 0; w < kWaiters; ++w) EXPECT_TRUE(results[w]) << w << ": " << results[w].message();
   EXPECT_EQ(served.load(), kWaiters);
-  // Per node: 5 releases and 4 grants; a little slack, per grant, for an attempt that met a
+  // Per node: 5 releases and 4 grants; a little slack, per grant, for attempts that met a
   // release still on its way (a refusal there puts the waiter in that node's line, which it then
-  // leaves: one more script). Waking every waiter on each of the three notices of a release
-  // costs about 3 to 4 times as much.
+  // leaves: one more script; on a loaded machine a waiter may meet it up to three times in a row,
+  // 19 script calls a node were seen). Waking every waiter on each of the three notices of a
+  // release costs about 3 to 4 times as much (27 to 36).
   long long per_node = (after - before) / static_cast<long long>(kNodes);
   RecordProperty("script_calls_per_node", std::to_string(per_node));
-  EXPECT_LE(per_node, 5 + kWaiters + 2 * kWaiters)
+  EXPECT_LE(per_node, 5 + kWaiters + 3 * kWaiters)
       << "script calls per node for " << kWaiters << " grants";
 }
 

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "redis_server.hpp"
@@ -367,6 +368,28 @@ TEST(Observer, AThrowingObserverIsLoggedAndChangesNoOutcome) {
   ASSERT_TRUE(r) << r.message();
   ASSERT_TRUE(client.release(r.lock));
   EXPECT_EQ(log.count(LogLevel::error, "exception escaped an observer: observer failure"), 2u);
+}
+
+// A grant that reaches the caller after its validity ended (here an observer that stalls the
+// grant's delivery past the ttl stands in for a thread descheduled that long) is no grant: the
+// blocking acquire reports Errc::validity_expired and releases it, so it never returns a lock
+// that is not valid().
+TEST(Observer, AGrantThatArrivesPastItsValidityIsReleasedNotReturned) {
+  struct Stalling : Observer {
+    void on_operation(const OperationEvent& e) override {
+      if (e.operation == Operation::acquire && !e.error) std::this_thread::sleep_for(400ms);
+    }
+  };
+  RedisCluster cluster(3);
+  Config config = test::fast_config(cluster.node_list());
+  config.observer = std::make_shared<Stalling>();
+  Client client(config);
+  auto r = client.try_acquire("obs:late", 300ms);
+  EXPECT_EQ(r.error, Errc::validity_expired) << r.message();
+  EXPECT_TRUE(r.lock.token.empty()) << "no lock is handed out";
+  // The same stall on a grant with validity to spare changes nothing.
+  auto kept = client.try_acquire("obs:kept", 5000ms);
+  EXPECT_TRUE(kept) << kept.message();
 }
 
 TEST(Observer, TheLogHookReceivesWhatWentToStandardError) {
