@@ -190,6 +190,8 @@ class REDLOCK_API Client {
  private:
   friend class HeldLock;
   friend class Mutex;
+  friend class Election;
+  friend class LeaderWatch;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -15,9 +15,10 @@
 
 namespace redlock::detail {
 
-// Whose request it is: an acquire job, an extend, a release (by id), or the watchdog.
+// Whose request it is: an acquire job, an extend, a release (by id), the watchdog, or a
+// broadcast (Coordinator::broadcast, by id).
 struct Route {
-  enum class To : std::uint8_t { acquire, extend, release, watchdog };
+  enum class To : std::uint8_t { acquire, extend, release, watchdog, broadcast };
   To to = To::acquire;
   std::uint64_t id = 0;
 };
