@@ -33,4 +33,10 @@ void prepare_run();
 
 int do_run(const Globals& g, Client& client, const std::string& key, const RunOptions& o);
 
+// `redlock elect OFFICE VALUE COMMAND...`: the command runs while this process leads the office
+// (docs/guide-election.md), as `run` runs it under a lock, with REDLOCK_TERM. Waits without end
+// unless --wait.
+int do_elect(const Globals& g, Client& client, const std::string& office, const std::string& value,
+             const RunOptions& o);
+
 }  // namespace redlock::cli
