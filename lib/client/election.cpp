@@ -45,17 +45,40 @@ LeaderResult leader_result(const proto::LeaderVerdict& v, Votes votes) {
   return r;
 }
 
+// Tells Config::observer that a campaign or a read of `office` begun at `started` ended.
+void notify_election(const Config& config, Operation op, std::error_code error, const Votes& votes,
+                     const std::string& office, Clock::time_point started,
+                     std::uint64_t term) noexcept {
+  observe(config, [&](Observer& o) {
+    std::vector<std::string> resources{office};
+    OperationEvent e;
+    e.operation = op;
+    e.error = error;
+    e.resources = &resources;
+    e.votes = &votes;
+    e.term = term;
+    e.latency = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started);
+    o.on_operation(e);
+  });
+}
+
 // One read of an office's leader: leader.lua's read on every node, decided at the quorum.
 // `done` runs once on the loop thread with the result and, when a leader leads, what is left of
 // its lease (else -1).
-void read_leader(Coordinator& co, const std::string& key,
+void read_leader(Coordinator& co, const Config& config, const std::string& office,
                  std::function<void(LeaderResult, Milliseconds)> done) {
   struct State {
     Votes votes;
     bool decided = false;
     std::function<void(LeaderResult, Milliseconds)> done;
+    const Config* config;
+    std::string office;
+    Clock::time_point started = Clock::now();
   };
   auto st = std::make_shared<State>();
+  st->config = &config;
+  st->office = office;
+  const std::string key = lock_key(config.key_prefix, office);
   st->votes = co.empty_votes();
   st->done = std::move(done);
   co.broadcast(proto::leader_read_request(key), [st](std::size_t node, NodeVote vote) {
@@ -68,6 +91,8 @@ void read_leader(Coordinator& co, const std::string& key,
     if (!v.decided) return;
     st->decided = true;
     auto r = leader_result(v, st->votes);
+    notify_election(*st->config, Operation::leader, r.error, r.votes, st->office, st->started,
+                    v.leads ? v.term : 0);
     st->done(std::move(r), v.leads ? v.ttl_left : Milliseconds(-1));
   });
 }
@@ -113,10 +138,15 @@ void write_leader(Coordinator& co, const std::string& key, const std::string& to
 // leader's lease end (the fallback that catches a missed notice); tells its callback when the
 // leader changed.
 struct Watcher : std::enable_shared_from_this<Watcher> {
-  Watcher(Client::Impl& impl, std::string key, LeaderCallback cb, std::shared_ptr<WatchHandle> h)
-      : impl(impl), key(std::move(key)), on_change(std::move(cb)), handle(std::move(h)) {}
+  Watcher(Client::Impl& impl, std::string office, LeaderCallback cb, std::shared_ptr<WatchHandle> h)
+      : impl(impl),
+        office(std::move(office)),
+        key(lock_key(impl.config_.key_prefix, this->office)),
+        on_change(std::move(cb)),
+        handle(std::move(h)) {}
 
   Client::Impl& impl;
+  std::string office;
   std::string key;
   LeaderCallback on_change;
   std::shared_ptr<WatchHandle> handle;
@@ -148,7 +178,7 @@ struct Watcher : std::enable_shared_from_this<Watcher> {
       return;
     }
     reading = true;
-    read_leader(impl.coordinator_, key,
+    read_leader(impl.coordinator_, impl.config_, office,
                 [self = shared_from_this()](LeaderResult r, Milliseconds left) {
                   self->reading = false;
                   if (self->stopped) return;
@@ -237,11 +267,20 @@ CampaignResult Election::campaign(CampaignRequest request, LostCallback on_lost)
   if (request.wait.count() < 0) return invalid("wait must not be negative");
 
   auto& impl = *client_.impl_;
+  const auto started = Clock::now();
   AcquireRequest ask({request.office}, request.ttl, request.wait);
   ask.cancel = request.cancel;
   ask.fencing = true;  // the term
   HoldResult held = impl.wait<HoldResult>([&](auto done) {
-    impl.hold_with(std::move(ask), std::move(on_lost), std::move(done), true);
+    impl.hold_with(
+        std::move(ask), std::move(on_lost),
+        [&impl, office = request.office, started, done](HoldResult h) mutable {
+          if (!h)  // the observer hears of it on the loop thread, before the caller
+            detail::notify_election(impl.config_, Operation::campaign, h.error, h.votes, office,
+                                    started, 0);
+          done(std::move(h));
+        },
+        true);
   });
   result.attempts = held.attempts;
   if (!held) {
@@ -256,14 +295,21 @@ CampaignResult Election::campaign(CampaignRequest request, LostCallback on_lost)
   const std::uint64_t term = held.lock.fencing_token();
   auto wrote = impl.wait<detail::WriteResult>([&](auto done) {
     impl.submit(
-        [&impl, key, token, term, value = request.value, done]() mutable {
+        [&impl, key, token, term, value = request.value, office = request.office, started,
+         done]() mutable {
           if (impl.coordinator_.shutting_down()) {
             detail::WriteResult r;
             r.error = make_error_code(Errc::shutting_down);
             done(std::move(r));
             return;
           }
-          detail::write_leader(impl.coordinator_, key, token, term, value, std::move(done));
+          detail::write_leader(impl.coordinator_, key, token, term, value,
+                               [&impl, office, started, term, done](detail::WriteResult r) {
+                                 detail::notify_election(impl.config_, Operation::campaign, r.error,
+                                                         r.votes, office, started,
+                                                         r.ok() ? term : 0);
+                                 done(std::move(r));
+                               });
         },
         [done]() mutable {
           detail::WriteResult r;
@@ -303,18 +349,18 @@ void Election::leader_async(std::string_view office, std::function<void(LeaderRe
         [] {});
     return;
   }
-  std::string key = client_.key_of(office);
   impl.submit(
-      [&impl, key = std::move(key), shared] {
+      [&impl, office = std::string(office), shared] {
         if (impl.coordinator_.shutting_down()) {
           LeaderResult r;
           r.error = make_error_code(Errc::shutting_down);
           (*shared)(std::move(r));
           return;
         }
-        detail::read_leader(impl.coordinator_, key, [shared](LeaderResult r, Milliseconds) {
-          detail::deliver_guarded("leader", [&] { (*shared)(std::move(r)); });
-        });
+        detail::read_leader(impl.coordinator_, impl.config_, office,
+                            [shared](LeaderResult r, Milliseconds) {
+                              detail::deliver_guarded("leader", [&] { (*shared)(std::move(r)); });
+                            });
       },
       [shared] {
         LeaderResult r;
@@ -335,8 +381,7 @@ LeaderWatch Election::observe(std::string_view office, LeaderCallback on_change)
   auto handle = std::make_shared<detail::WatchHandle>();
   handle->link = impl.link_;
   handle->id = ++last_id;
-  std::string key = client_.key_of(office);
-  bool posted = detail::post_via(impl.link_, [handle, key = std::move(key),
+  bool posted = detail::post_via(impl.link_, [handle, key = std::string(office),
                                               cb = std::move(on_change)](detail::LockHost& host) {
     auto& im = static_cast<Client::Impl&>(host);
     if (!handle->active.load() || im.coordinator_.shutting_down()) return;

@@ -244,6 +244,39 @@ TEST(Election, HostileLeaderKeysAreErrorsNeverLeaders) {
     EXPECT_EQ(cluster[i].command({"TYPE", leader_key("h3")}), "hash") << "left untouched";
 }
 
+// Campaigns and reads reach Config::observer, with the term, before the caller has the result.
+TEST(Election, CampaignsAndReadsAreReportedToTheObserver) {
+  struct Recorder : Observer {
+    std::mutex m;
+    std::vector<std::pair<Operation, std::uint64_t>> ops;
+    void on_operation(const OperationEvent& e) override {
+      if (e.operation != Operation::campaign && e.operation != Operation::leader) return;
+      std::lock_guard<std::mutex> l(m);
+      ops.emplace_back(e.operation, e.term);
+      EXPECT_EQ(e.resources->front(), "seen");
+    }
+  };
+  RedisCluster cluster(3);
+  auto rec = std::make_shared<Recorder>();
+  Config config = test::fast_config(cluster);
+  config.observer = rec;
+  Client c(config);
+  Election e(c);
+  auto r = e.campaign(ask("seen", "v"));
+  ASSERT_TRUE(r) << r.message();
+  {
+    std::lock_guard<std::mutex> l(rec->m);
+    ASSERT_EQ(rec->ops.size(), 1u);
+    EXPECT_EQ(rec->ops[0].first, Operation::campaign);
+    EXPECT_EQ(rec->ops[0].second, r.office.term());
+  }
+  ASSERT_TRUE(e.leader("seen").leader);
+  std::lock_guard<std::mutex> l(rec->m);
+  ASSERT_EQ(rec->ops.size(), 2u);
+  EXPECT_EQ(rec->ops[1].first, Operation::leader);
+  EXPECT_EQ(rec->ops[1].second, r.office.term());
+}
+
 TEST(Election, BadInputIsRefusedBeforeAnyCommand) {
   RedisCluster cluster(3);
   Client c(test::fast_config(cluster));
