@@ -55,8 +55,11 @@ class REDLOCK_API Office {
  public:
   /// An empty Office: leads nothing.
   Office() = default;
+  /// Takes over the office of another Office, which is left empty.
   Office(Office&&) noexcept = default;
-  /// Resigns this office, if held, then takes over `other`'s.
+  /// \brief Resigns this office, if held, then takes over `other`'s.
+  /// \param other Left empty.
+  /// \return `*this`.
   Office& operator=(Office&& other) noexcept;
   /// Resigns, if still held, without blocking.
   ~Office();
@@ -113,7 +116,11 @@ class REDLOCK_API LeaderWatch {
  public:
   /// An empty watch: observes nothing.
   LeaderWatch() = default;
+  /// Takes over the watch of another LeaderWatch, which is left empty.
   LeaderWatch(LeaderWatch&&) noexcept = default;
+  /// \brief Stops this watch, then takes over `other`'s.
+  /// \param other Left empty.
+  /// \return `*this`.
   LeaderWatch& operator=(LeaderWatch&& other) noexcept;
   LeaderWatch(const LeaderWatch&) = delete;
   LeaderWatch& operator=(const LeaderWatch&) = delete;
@@ -149,20 +156,30 @@ class REDLOCK_API Election {
   /// before the leader was written).
   CampaignResult campaign(CampaignRequest request, LostCallback on_lost = {});
   /// \brief campaign() with the lease Config::watchdog_lease.
+  /// \param office The office's name.
+  /// \param value What observers learn of the leader.
+  /// \param wait How long to wait for the office.
+  /// \return The office, or why not.
   CampaignResult campaign(std::string_view office, std::string_view value,
                           Milliseconds wait = forever);
 
   /// \brief The office's leader: the highest term that a quorum of nodes reports, with its
   /// value; vacant when a quorum reports none. Advice: it may have changed by the time it is
   /// read. Blocking.
+  /// \param office The office's name.
+  /// \return The leader; vacant (ok(), no leader); or why no quorum answered.
   LeaderResult leader(std::string_view office);
   /// \brief leader() in the asynchronous form (the callback runs once, on the loop thread).
+  /// \param office The office's name.
+  /// \param done Receives the result, as leader() returns it.
   void leader_async(std::string_view office, std::function<void(LeaderResult)> done);
 
   /// \brief Observes the office: `on_change` runs at once with its leader, then whenever the
   /// leader changes, without polling: woken by the office's notices (a new leader's write, a
   /// release), with a read at the leader's lease end (and after each re-subscription) catching
   /// a missed notice.
+  /// \param office The office's name.
+  /// \param on_change Runs on the loop thread with each new view of the leader.
   /// \return The watch; observing ends when it is destroyed. Empty (with no call) when the
   /// office name is bad or the client is gone.
   LeaderWatch observe(std::string_view office, LeaderCallback on_change);

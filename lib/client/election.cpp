@@ -346,7 +346,11 @@ void Election::leader_async(std::string_view office, std::function<void(LeaderRe
           r.detail = bad;
           detail::deliver_guarded("leader", [&] { (*shared)(std::move(r)); });
         },
-        [] {});
+        [shared] {
+          LeaderResult r;
+          r.error = make_error_code(Errc::shutting_down);
+          (*shared)(std::move(r));
+        });
     return;
   }
   impl.submit(

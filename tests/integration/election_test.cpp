@@ -277,6 +277,18 @@ TEST(Election, CampaignsAndReadsAreReportedToTheObserver) {
   EXPECT_EQ(rec->ops[1].second, r.office.term());
 }
 
+// The leader key lies in the lock key's Redis Cluster hash slot, as every key of a resource does
+// (docs/proposal-kinds.md, "Keys ready for Redis Cluster voters").
+TEST(Election, TheLeaderKeyLiesInTheOfficesHashSlot) {
+  test::RedisServer slots({"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"});
+  auto slot = [&](const std::string& key) { return slots.command({"CLUSTER", "KEYSLOT", key}); };
+  for (const std::string office : {"orders:42", "{user:7}:lock"}) {
+    const std::string lock = "redlock:" + office;
+    EXPECT_EQ(slot(detail::aux_key(lock, detail::kLeader)), slot(lock)) << office;
+    EXPECT_EQ(leader_key(office), detail::aux_key(lock, detail::kLeader));
+  }
+}
+
 TEST(Election, BadInputIsRefusedBeforeAnyCommand) {
   RedisCluster cluster(3);
   Client c(test::fast_config(cluster));
