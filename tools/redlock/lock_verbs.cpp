@@ -1,13 +1,12 @@
 #include "lock_verbs.hpp"
 
-#include "redlock/election.hpp"
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <iostream>
 #include <vector>
 
+#include "redlock/election.hpp"
 #include "show.hpp"
 
 namespace redlock::cli {

@@ -1,4 +1,5 @@
-// The verbs on a lock held by token: acquire (prints the token), extend, release.
+// The verbs on a lock held by token: acquire (prints the token), extend, release; and leader,
+// which prints an office's leader.
 #pragma once
 
 #include <optional>

@@ -1,7 +1,8 @@
 // redlock: the command-line face of redlock-cpp, for shell scripts and operators. This file
 // reads the command line and hands each verb to its file: lock_verbs (acquire, extend,
-// release), run, status, show, list, break (admin_verbs). Exit codes: common.hpp. Only the token
-// (acquire), the status table and show's view go to stdout; every diagnostic goes to stderr.
+// release, leader), run (run, elect), status, show, list, break (admin_verbs). Exit codes:
+// common.hpp. Only the token (acquire), the leader, the status table and show's view go to
+// stdout; every diagnostic goes to stderr.
 #include <fcntl.h>
 #include <unistd.h>
 

@@ -1,7 +1,5 @@
 #include "run.hpp"
 
-#include "redlock/election.hpp"
-
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/syscall.h>

@@ -1,5 +1,6 @@
 // `redlock run KEY COMMAND...`: the command runs while the lock is held and renewed, in a
-// process group of its own that ends when the lock is lost (docs/guide-run.md).
+// process group of its own that ends when the lock is lost (docs/guide-run.md). `redlock elect`
+// runs its command the same way while it leads an office (docs/guide-election.md).
 #pragma once
 
 #include <optional>
