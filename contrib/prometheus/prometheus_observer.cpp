@@ -154,15 +154,27 @@ MetricsObserver::MetricsObserver(std::shared_ptr<::prometheus::Registry> registr
                                "redlock_acquire_duration_seconds)")
                          .Labels(options.const_labels)
                          .Register(*registry_)),
+      election_family_(BuildCounter()
+                           .Name("redlock_elections_total")
+                           .Help("Campaigns for an office (Election::campaign), by result")
+                           .Labels(options.const_labels)
+                           .Register(*registry_)),
+      term_family_(BuildGauge()
+                       .Name("redlock_election_term")
+                       .Help("The term of the latest office this client was elected to")
+                       .Labels(options.const_labels)
+                       .Register(*registry_)),
       acquire_(acquire_family_),
       extend_(extend_family_),
       release_(release_family_),
       renew_(renew_family_),
       wait_(wait_family_),
       permit_(permit_family_),
+      election_(election_family_),
       attempts_(attempts_family_.Add({})),
       held_(held_family_.Add({})),
-      waiters_(waiters_family_.Add({})) {
+      waiters_(waiters_family_.Add({})),
+      term_(term_family_.Add({})) {
   // The series an alert or a dashboard reads exist from the start, at zero: increase() sees the
   // first event only if the series was scraped before it.
   for (auto reason : {LostReason::expired, LostReason::not_held, LostReason::shutting_down,
@@ -173,6 +185,8 @@ MetricsObserver::MetricsObserver(std::shared_ptr<::prometheus::Registry> registr
   acquire_.get(make_error_code(Errc::no_quorum), buckets_);
   for (auto result : {Errc::ok_, Errc::not_acquired, Errc::no_quorum, Errc::permits_mismatch})
     permit_.get(make_error_code(result));
+  for (auto result : {Errc::ok_, Errc::not_acquired, Errc::no_quorum, Errc::cancelled})
+    election_.get(make_error_code(result));
   for (auto* by : {&extend_, &release_, &renew_}) {
     by->get({});
     by->get(make_error_code(Errc::not_held));
@@ -197,6 +211,12 @@ void MetricsObserver::on_operation(const OperationEvent& event) {
       break;
     case Operation::renew:
       renew_.get(event.error).Increment();
+      break;
+    case Operation::campaign:
+      election_.get(event.error).Increment();
+      if (!event.error) term_.Set(static_cast<double>(event.term));
+      break;
+    case Operation::leader:
       break;
   }
   if (event.votes == nullptr) return;

@@ -193,6 +193,8 @@ class REDLOCK_API Client {
   friend class HeldLock;
   friend class Mutex;
   AcquireResult arrived(AcquireResult r);
+  friend class Election;
+  friend class LeaderWatch;
   std::unique_ptr<Impl> impl_;
 };
 

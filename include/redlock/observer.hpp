@@ -25,10 +25,16 @@ enum class Operation : std::uint8_t {
   extend,   ///< extend() (also HeldLock::extend()).
   release,  ///< release() (also HeldLock::release() and a Mutex's last unlock).
   renew,    ///< One lock's renewal by the watchdog (held locks without a ttl).
+  /// Election::campaign(): from the call to its result, the wait and the leader's write
+  /// included (docs/guide-election.md). OperationEvent::term is the term won.
+  campaign,
+  /// One read of an office's leader: Election::leader(), and each read of a LeaderWatch.
+  /// OperationEvent::term is the term read (0: vacant or no answer).
+  leader,
 };
 
 /// \param op An operation.
-/// \return Its name: "acquire", "extend", "release" or "renew".
+/// \return Its name: "acquire", "extend", "release", "renew", "campaign" or "leader".
 REDLOCK_API const char* to_string(Operation op) noexcept;
 
 /// \brief One lock operation has ended.
@@ -55,6 +61,8 @@ struct OperationEvent {
   /// The slot of the permit the operation was on (Lock::permit): the one granted, extended,
   /// renewed or released; -1 for a mutex and for an acquire that was not granted.
   int permit = -1;
+  /// Operation::campaign: the term won; Operation::leader: the term read; else 0.
+  std::uint64_t term = 0;
 };
 
 /// \brief Why a held lock was declared lost (LostEvent::reason).

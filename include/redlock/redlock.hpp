@@ -5,6 +5,7 @@
 
 #include "redlock/client.hpp"
 #include "redlock/config.hpp"
+#include "redlock/election.hpp"
 #include "redlock/errors.hpp"
 #include "redlock/held_lock.hpp"
 #include "redlock/lock.hpp"

@@ -139,12 +139,13 @@ Mutex::Mutex(Client& client, std::string resource, MutexOptions options)
       resource_(std::move(resource)),
       options_(std::move(options)) {}
 
-void Client::Impl::hold_async(AcquireRequest request, LostCallback on_lost,
-                              std::function<void(HoldResult)> done) {
+void Client::Impl::hold_with(AcquireRequest request, LostCallback on_lost,
+                             std::function<void(HoldResult)> done, bool renew_always) {
   auto shared = std::make_shared<std::function<void(HoldResult)>>(std::move(done));
   submit(
-      [this, request = std::move(request), on_lost = std::move(on_lost), shared]() mutable {
-        bool renew = !request.ttl;
+      [this, request = std::move(request), on_lost = std::move(on_lost), shared,
+       renew_always]() mutable {
+        bool renew = renew_always || !request.ttl;
         Milliseconds ttl = request.ttl.value_or(config_.watchdog_lease);
         if (auto bad = check_request(request, ttl, config_); !bad.empty()) {
           auto r = invalid<HoldResult>(std::move(bad));

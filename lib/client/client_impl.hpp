@@ -21,6 +21,10 @@
 
 namespace redlock {
 
+namespace detail {
+struct Watcher;  // election.cpp
+}
+
 // Members are declared in destruction-safe order: the coordinator (nodes, timers) goes after
 // the loop has been stopped in ~Impl; the loop next; the configuration, which nodes refer to,
 // last.
@@ -66,7 +70,13 @@ class __attribute__((visibility("hidden"))) Client::Impl final : public detail::
     coordinator_.release_lease(lease, std::move(done));
   }
   void hold_async(AcquireRequest request, LostCallback on_lost,
-                  std::function<void(HoldResult)> done) override;
+                  std::function<void(HoldResult)> done) override {
+    hold_with(std::move(request), std::move(on_lost), std::move(done), false);
+  }
+  // Client::hold, renewed whatever the request's ttl (an office of Election: its ttl is the
+  // lease it is renewed with).
+  void hold_with(AcquireRequest request, LostCallback on_lost, std::function<void(HoldResult)> done,
+                 bool renew_always);
   const LogHandler& log() const override { return config_.log; }
 
   Config config_;
@@ -79,6 +89,9 @@ class __attribute__((visibility("hidden"))) Client::Impl final : public detail::
   // The blocking calls' own lane (lane.hpp); destroyed before the coordinator, whose nodes it
   // follows, and after the loop stopped.
   std::unique_ptr<detail::Lane> lane_;
+  // Leader election's observers (election.cpp), by id. Loop thread only.
+  std::unordered_map<std::uint64_t, std::shared_ptr<detail::Watcher>> watchers_;
+  bool watchers_hooked_ = false;  // their shutdown hook is registered with the coordinator
 };
 
 }  // namespace redlock

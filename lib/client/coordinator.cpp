@@ -148,9 +148,11 @@ void Coordinator::run(proto::Actions& actions, Route caller) {
         uv_timer_stop(&watchdog_timer_);
       }
     } else if (auto* sub = std::get_if<proto::Subscribe>(&action)) {
+      notice_channels_.insert(sub->channel);
       waiters_.subscribe(sub->channel);
     } else if (auto* unsub = std::get_if<proto::Unsubscribe>(&action)) {
-      waiters_.unsubscribe(unsub->channel);
+      notice_channels_.erase(unsub->channel);
+      if (!listened(unsub->channel)) waiters_.unsubscribe(unsub->channel);
     } else if (auto* began = std::get_if<proto::WaitBegan>(&action)) {
       if (auto it = jobs_.find(began->job); it != jobs_.end()) it->second->wait_began();
     } else if (auto* done = std::get_if<proto::DeliverAcquire>(&action)) {
@@ -205,6 +207,14 @@ void Coordinator::on_votes(Route route, proto::RequestId id, std::size_t node,
     case Route::To::watchdog:
       watchdog_->machine().on_reply(id, node, std::move(votes), now, out);
       break;
+    case Route::To::broadcast: {
+      auto it = broadcasts_.find(route.id);
+      if (it == broadcasts_.end()) return;
+      auto on_vote = it->second.on_vote;  // may start another broadcast
+      if (--it->second.outstanding == 0) broadcasts_.erase(it);
+      deliver_guarded("broadcast", [&] { on_vote(node, std::move(votes.front())); });
+      return;
+    }
   }
   run(out, route);
 }
@@ -214,12 +224,14 @@ void Coordinator::on_request_ended() {
 }
 
 void Coordinator::on_message(std::size_t node, std::string_view channel, std::string_view payload) {
+  if (!listeners_.empty()) tell_listeners(channel, true);
   proto::Actions out;
   proto_->notices().on_message(node, channel, payload, Clock::now(), out);
   run(out, Route{});
 }
 
 void Coordinator::on_subscribed(std::size_t node, std::string_view channel) {
+  if (!listeners_.empty()) tell_listeners(channel, false);
   proto::Actions out;
   proto_->notices().on_subscribed(node, channel, Clock::now(), out);
   run(out, Route{});
@@ -350,11 +362,60 @@ void Coordinator::status(Client::StatusCallback done) {
   StatusQuery::start(nodes_, loop_, std::move(done));
 }
 
+void Coordinator::broadcast(proto::Request request, NodeVoteCallback on_vote) {
+  proto::Send send;
+  send.id = proto_->next_request();
+  send.request = std::make_shared<const proto::Request>(std::move(request));
+  for (std::size_t i = 0; i < nodes_.size(); ++i) send.nodes.push_back(i);
+  auto id = proto_->next_job();
+  broadcasts_[id] = Broadcast{std::move(on_vote), nodes_.size()};
+  ++live_requests_;
+  InFlight::start(nodes_, loop_, send, Route{Route::To::broadcast, id}, *this);
+}
+
+Votes Coordinator::empty_votes() const {
+  Votes v;
+  v.nodes.resize(nodes_.size());
+  v.addresses = addresses_;
+  v.quorum = nodes_.size() / 2 + 1;
+  return v;
+}
+
+std::uint64_t Coordinator::listen(const std::string& channel, ChannelCallback heard) {
+  auto id = ++last_listener_;
+  listeners_[id] = Listener{channel, std::move(heard)};
+  waiters_.subscribe(channel);
+  return id;
+}
+
+void Coordinator::unlisten(std::uint64_t id) {
+  auto it = listeners_.find(id);
+  if (it == listeners_.end()) return;
+  auto channel = std::move(it->second.channel);
+  listeners_.erase(it);
+  if (!listened(channel) && notice_channels_.count(channel) == 0) waiters_.unsubscribe(channel);
+}
+
+bool Coordinator::listened(const std::string& channel) const {
+  for (const auto& [id, l] : listeners_)
+    if (l.channel == channel) return true;
+  return false;
+}
+
+void Coordinator::tell_listeners(std::string_view channel, bool message) {
+  std::vector<ChannelCallback> told;  // a callback may unlisten
+  for (const auto& [id, l] : listeners_)
+    if (l.channel == channel) told.push_back(l.heard);
+  for (auto& heard : told) deliver_guarded("leader notice", [&] { heard(message); });
+}
+
 // ---------------------------------------------------------------------------------------------
 // Shutdown
 
 void Coordinator::shutdown() {
   shutting_down_ = true;
+  auto hooks = std::move(shutdown_hooks_);
+  for (auto& hook : hooks) hook();
   proto_->shut_down();
   // Jobs waiting for their next attempt end now; attempts in flight end with their requests.
   std::vector<std::uint64_t> jobs;

@@ -78,6 +78,23 @@ class Coordinator final : JobHost, VoteSink, MessageSink {
   // The data nodes, for the lane (which reads only their session views). Never changes.
   const std::vector<std::unique_ptr<Node>>& nodes() const noexcept { return nodes_; }
 
+  // Sends `request` to every node; `on_vote` runs once per node with its vote (decoded by the
+  // request's decoder), as the node answers or fails. Leader election's reads and writes.
+  using NodeVoteCallback = std::function<void(std::size_t node, NodeVote vote)>;
+  void broadcast(proto::Request request, NodeVoteCallback on_vote);
+  // Votes with nothing in them yet: one pending vote per node, the addresses and the quorum.
+  Votes empty_votes() const;
+  // Listens to `channel` on every node's subscriber connection beside the waiters: `heard`
+  // runs with true for each message, with false for each confirmed (re)subscription. Returns
+  // the listener's id for unlisten. Leader election's observers.
+  using ChannelCallback = std::function<void(bool message)>;
+  std::uint64_t listen(const std::string& channel, ChannelCallback heard);
+  void unlisten(std::uint64_t id);
+  uv_loop_t* loop() const noexcept { return loop_; }
+  bool shutting_down() const noexcept { return shutting_down_; }
+  // Runs at shutdown, before the nodes close (the observers' timers close there).
+  void on_shutdown(std::function<void()> hook) { shutdown_hooks_.push_back(std::move(hook)); }
+
  private:
   struct LockNote;
   struct ExtendOp;
@@ -122,6 +139,22 @@ class Coordinator final : JobHost, VoteSink, MessageSink {
   std::unordered_map<std::uint64_t, std::unique_ptr<ReleaseOp>> releases_;
   // Tokens whose loss was reported (found_lost, the watchdog, the lane): one report per lock.
   LostTokens lost_tokens_;
+  struct Broadcast {
+    NodeVoteCallback on_vote;
+    std::size_t outstanding = 0;
+  };
+  std::unordered_map<std::uint64_t, Broadcast> broadcasts_;
+  struct Listener {
+    std::string channel;
+    ChannelCallback heard;
+  };
+  std::unordered_map<std::uint64_t, Listener> listeners_;
+  std::uint64_t last_listener_ = 0;
+  // Channels the notices subscribed: a listener's channel stays subscribed while either wants it.
+  std::unordered_set<std::string> notice_channels_;
+  void tell_listeners(std::string_view channel, bool message);
+  bool listened(const std::string& channel) const;
+  std::vector<std::function<void()>> shutdown_hooks_;
   bool shutting_down_ = false;
   std::atomic<std::size_t> live_requests_{0};  // Sends not answered by every node (any thread)
   bool nodes_closed_ = false;

@@ -18,6 +18,8 @@ const Script* script_of(proto::ScriptId id) {
       return &script_release;
     case proto::ScriptId::fence:
       return &script_fence;
+    case proto::ScriptId::leader:
+      return &script_leader;
     case proto::ScriptId::none:
       break;
   }

@@ -18,9 +18,10 @@ namespace redlock::detail {
 // The script a request runs on a node (null: a plain command).
 const Script* script_of(proto::ScriptId id);
 
-// Whose request it is: an acquire job, an extend, a release (by id), or the watchdog.
+// Whose request it is: an acquire job, an extend, a release (by id), the watchdog, or a
+// broadcast (Coordinator::broadcast, by id).
 struct Route {
-  enum class To : std::uint8_t { acquire, extend, release, watchdog };
+  enum class To : std::uint8_t { acquire, extend, release, watchdog, broadcast };
   To to = To::acquire;
   std::uint64_t id = 0;
 };

@@ -26,6 +26,7 @@ inline constexpr std::string_view kOthers = "others";    // waiters for several 
 inline constexpr std::string_view kFence = "fence";      // the fence counter (no ttl)
 inline constexpr std::string_view kPermits = "permits";  // a semaphore's k (acquire.lua)
 inline constexpr std::string_view kSlot = "slot";        // a semaphore's slot i > 0: "slot<i>"
+inline constexpr std::string_view kLeader = "leader";    // an office's leader (leader.lua)
 
 inline std::string lock_key(std::string_view prefix, std::string_view resource) {
   std::string key;

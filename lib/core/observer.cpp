@@ -30,6 +30,10 @@ const char* to_string(Operation op) noexcept {
       return "release";
     case Operation::renew:
       return "renew";
+    case Operation::campaign:
+      return "campaign";
+    case Operation::leader:
+      return "leader";
   }
   return "unknown";
 }

@@ -97,6 +97,49 @@ void renew_votes(const redisReply* r, NodeVote* votes, std::size_t items) {
   }
 }
 
+void leader_write_vote(const redisReply* r, NodeVote& vote) {
+  if (!is_int(r)) return;
+  if (r->integer == 1) vote.vote = Vote::yes;
+  if (r->integer == 0) vote.vote = Vote::no;
+  if (r->integer == -1) {
+    vote.vote = Vote::no;
+    vote.error = make_error_code(Errc::redis_wrongtype);
+    vote.detail = "the office's leader key holds a value of another type";
+  }
+}
+
+void leader_read_vote(const redisReply* r, NodeVote& vote) {
+  if (is_int(r)) {
+    if (r->integer == -1 || r->integer == -2) {
+      vote.vote = Vote::failed;
+      vote.error = make_error_code(r->integer == -1 ? Errc::redis_wrongtype : Errc::protocol_error);
+      vote.detail = r->integer == -1 ? "the office's leader key holds a value of another type"
+                                     : "the office's leader key holds a value not of our form";
+    }
+    return;
+  }
+  if (!is_array(r)) return;
+  if (r->elements == 0) {
+    vote.vote = Vote::no;
+    return;
+  }
+  // Exactly {term, value, pttl}: a term of decimal digits that fits 64 bits.
+  if (r->elements != 3 || r->element[0]->type != REDIS_REPLY_STRING ||
+      r->element[1]->type != REDIS_REPLY_STRING || !is_int(r->element[2]))
+    return;
+  std::string_view term(r->element[0]->str, r->element[0]->len);
+  if (term.empty() || term.size() > 19) return;
+  std::uint64_t t = 0;
+  for (char c : term) {
+    if (c < '0' || c > '9') return;
+    t = t * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  vote.vote = Vote::yes;
+  vote.fence = t;
+  vote.holder.assign(r->element[1]->str, r->element[1]->len);
+  vote.holder_ttl = Milliseconds(r->element[2]->integer);
+}
+
 void text_vote(const redisReply* r, NodeVote& vote) {
   if (r != nullptr && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS))
     vote.vote = Vote::yes;

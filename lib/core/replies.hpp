@@ -38,6 +38,16 @@ void release_vote(const redisReply* reply, std::size_t keys, NodeVote& vote);
 // 0 not ours (no), -1 a key of another type (no, with Errc::redis_wrongtype).
 void renew_votes(const redisReply* reply, NodeVote* votes, std::size_t items);
 
+// leader.lua's write: 1 (the node held our token and wrote the leader) is yes, 0 no, -1 (the
+// leader key holds another type) no with Errc::redis_wrongtype.
+void leader_write_vote(const redisReply* reply, NodeVote& vote);
+
+// leader.lua's read. {term, value, pttl} is yes: the node's leader, with `fence` its term,
+// `holder` its value and `holder_ttl` what is left of its lease; {} is no (vacant). -1 (the
+// leader key holds another type) fails with Errc::redis_wrongtype, -2 (a string not of our form)
+// with Errc::protocol_error.
+void leader_read_vote(const redisReply* reply, NodeVote& vote);
+
 // A plain command answered by text (INFO): a bulk string or a status is yes.
 void text_vote(const redisReply* reply, NodeVote& vote);
 

@@ -13,5 +13,7 @@ inline constexpr Script script_renew{"renew", lua::renew_body, lua::renew_sha, t
 inline constexpr Script script_release{"release", lua::release_body, lua::release_sha, true};
 // The fencing write-back only raises counters while the node holds the caller's token.
 inline constexpr Script script_fence{"fence", lua::fence_body, lua::fence_sha, true};
+// The leader's write acts only while the node holds the caller's token (docs/guide-election.md).
+inline constexpr Script script_leader{"leader", lua::leader_body, lua::leader_sha, true};
 
 }  // namespace redlock::detail

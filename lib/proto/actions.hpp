@@ -45,10 +45,19 @@ using RequestId = std::uint64_t;
 using TimerId = std::uint64_t;
 
 // Which of our Lua scripts a request runs (lib/scripts/*.lua); none: a plain command.
-enum class ScriptId : std::uint8_t { none, acquire, renew, release, fence };
+enum class ScriptId : std::uint8_t { none, acquire, renew, release, fence, leader };
 
 // Which decoder of lib/core/replies.hpp reads a request's reply (scripts.hpp: decode_reply).
-enum class Decoder : std::uint8_t { acquire, quick_acquire, fence, release, renew, text };
+enum class Decoder : std::uint8_t {
+  acquire,
+  quick_acquire,
+  fence,
+  release,
+  renew,
+  text,
+  leader_write,
+  leader_read
+};
 
 // One command for the nodes: EVALSHA <script> numkeys keys... args..., or, with ScriptId::none,
 // the plain command whose whole argv is `args`.

@@ -17,6 +17,8 @@ std::string_view script_body(ScriptId script) noexcept {
       return lua::release_body;
     case ScriptId::fence:
       return lua::fence_body;
+    case ScriptId::leader:
+      return lua::leader_body;
     case ScriptId::none:
       break;
   }
@@ -33,6 +35,8 @@ std::string_view script_sha(ScriptId script) noexcept {
       return lua::release_sha;
     case ScriptId::fence:
       return lua::fence_sha;
+    case ScriptId::leader:
+      return lua::leader_sha;
     case ScriptId::none:
       break;
   }
@@ -49,6 +53,8 @@ std::string_view script_name(ScriptId script) noexcept {
       return "release";
     case ScriptId::fence:
       return "fence";
+    case ScriptId::leader:
+      return "leader";
     case ScriptId::none:
       break;
   }
@@ -56,7 +62,10 @@ std::string_view script_name(ScriptId script) noexcept {
 }
 
 bool script_order_free(ScriptId script) noexcept {
-  return script == ScriptId::renew || script == ScriptId::release || script == ScriptId::fence;
+  // The leader's write acts only while the node holds the caller's token; its read writes nothing
+  // that a later command could depend on.
+  return script == ScriptId::renew || script == ScriptId::release || script == ScriptId::fence ||
+         script == ScriptId::leader;
 }
 
 std::string ms_arg(Milliseconds d) { return std::to_string(d.count()); }
@@ -186,6 +195,34 @@ Request fence_request(const std::vector<std::string>& keys, const std::string& t
   return r;
 }
 
+Request leader_write_request(const std::string& key, const std::string& token, std::uint64_t term,
+                             const std::string& value) {
+  Request r;
+  r.script = ScriptId::leader;
+  r.decoder = Decoder::leader_write;
+  r.keys = {key};
+  r.args = {"write", token, std::to_string(term), value};
+  return r;
+}
+
+Request leader_read_request(const std::string& key) {
+  Request r;
+  r.script = ScriptId::leader;
+  r.decoder = Decoder::leader_read;
+  r.keys = {key};
+  r.args = {"read"};
+  return r;
+}
+
+Request leader_resign_request(const std::string& key, const std::string& token) {
+  Request r;
+  r.script = ScriptId::leader;
+  r.decoder = Decoder::fence;
+  r.keys = {key};
+  r.args = {"resign", token};
+  return r;
+}
+
 Request status_request() {
   Request r;
   r.decoder = Decoder::text;
@@ -214,6 +251,12 @@ std::vector<NodeVote> decode_reply(const Request& request, const redisReply* rep
         break;
       case Decoder::text:
         text_vote(reply, votes[0]);
+        break;
+      case Decoder::leader_write:
+        leader_write_vote(reply, votes[0]);
+        break;
+      case Decoder::leader_read:
+        leader_read_vote(reply, votes[0]);
         break;
     }
   }

@@ -21,7 +21,7 @@ namespace redlock::detail::proto {
 // name EVALSHA gives it. Empty for ScriptId::none.
 std::string_view script_body(ScriptId script) noexcept;
 std::string_view script_sha(ScriptId script) noexcept;
-// "acquire", "renew", "release", "fence"; "" for none.
+// "acquire", "renew", "release", "fence", "leader"; "" for none.
 std::string_view script_name(ScriptId script) noexcept;
 // True when running the script later than commands sent after it on the same connection can
 // never matter (it only deletes keys or raises ttls of keys that hold the caller's token): it may
@@ -101,6 +101,15 @@ Request renew_request(const std::vector<Renewal>& locks);
 // fence.lua: token, the fencing token. Decoder::fence.
 Request fence_request(const std::vector<std::string>& keys, const std::string& token,
                       std::uint64_t fencing_token);
+
+// leader.lua (docs/guide-election.md): the grant's write of the office's leader (token, term,
+// value; Decoder::leader_write), and the read of it (Decoder::leader_read).
+Request leader_write_request(const std::string& key, const std::string& token, std::uint64_t term,
+                             const std::string& value);
+Request leader_read_request(const std::string& key);
+// leader.lua's resign form, after the office's release: clears the leader and announces the
+// vacancy (Decoder::fence: 1 or 0).
+Request leader_resign_request(const std::string& key, const std::string& token);
 
 // INFO server (status). Decoder::text.
 Request status_request();

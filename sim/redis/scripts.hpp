@@ -10,7 +10,7 @@
 namespace redlock::sim {
 
 struct ScriptText {
-  std::string_view name;  // "acquire", "renew", "release", "fence"
+  std::string_view name;  // "acquire", "renew", "release", "fence", "leader"
   std::string_view body;
   std::string_view sha;  // 40 lowercase hex digits, as EVALSHA takes it
 };
@@ -21,6 +21,7 @@ inline constexpr ScriptText kRenew{"renew", detail::lua::renew_body, detail::lua
 inline constexpr ScriptText kRelease{"release", detail::lua::release_body,
                                      detail::lua::release_sha};
 inline constexpr ScriptText kFence{"fence", detail::lua::fence_body, detail::lua::fence_sha};
-inline constexpr std::array<ScriptText, 4> kScripts{kAcquire, kRenew, kRelease, kFence};
+inline constexpr ScriptText kLeader{"leader", detail::lua::leader_body, detail::lua::leader_sha};
+inline constexpr std::array<ScriptText, 5> kScripts{kAcquire, kRenew, kRelease, kFence, kLeader};
 
 }  // namespace redlock::sim

@@ -22,6 +22,9 @@ std::vector<std::string> World::argv_of(const proto::Request& r, bool as_eval) c
     case proto::ScriptId::fence:
       s = &kFence;
       break;
+    case proto::ScriptId::leader:
+      s = &kLeader;
+      break;
     default:
       break;
   }
@@ -50,6 +53,7 @@ void World::send_one(int c, std::size_t n, RequestId id, std::shared_ptr<const p
                                    : req->script == proto::ScriptId::release ? "release"
                                    : req->script == proto::ScriptId::renew   ? "renew"
                                    : req->script == proto::ScriptId::fence   ? "fence"
+                                   : req->script == proto::ScriptId::leader  ? "leader"
                                                                              : "cmd");
     for (const auto& k : req->keys) line += " " + escape_bytes(k);
     line += " |";
@@ -283,6 +287,11 @@ Value World::odd_reply(const proto::Request* r) {
       // INFO: a bulk string. Only the handshake sends it, which odd_reply leaves alone.
       shapes = {V::nil()};
       break;
+    case proto::Decoder::leader_write:
+    case proto::Decoder::leader_read:
+      // leader.lua: 1, 0, -1, {} or {term, value, pttl}.
+      shapes = {V::integer(7), V::bulk("1"), V::nil(), V::array({V::bulk("x"), V::bulk("v")})};
+      break;
   }
   return shapes[static_cast<std::size_t>(
       rng_.range(0, static_cast<std::int64_t>(shapes.size()) - 1))];
@@ -350,6 +359,12 @@ void World::client_receive(int c, std::size_t n, std::uint64_t epoch, std::uint6
         break;
       case proto::Decoder::text:
         detail::text_vote(r.get(), votes[0]);
+        break;
+      case proto::Decoder::leader_write:
+        detail::leader_write_vote(r.get(), votes[0]);
+        break;
+      case proto::Decoder::leader_read:
+        detail::leader_read_vote(r.get(), votes[0]);
         break;
     }
     for (auto& v : votes)

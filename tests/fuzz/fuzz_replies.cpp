@@ -109,6 +109,22 @@ void check_text(const redisReply* r) {
       "text: yes exactly for a string or a status");
 }
 
+void check_leader(const redisReply* r) {
+  NodeVote w;
+  leader_write_vote(r, w);
+  FUZZ_CHECK((w.vote == Vote::yes) == integer_is(r, 1), "leader write: yes exactly for 1");
+  FUZZ_CHECK((w.vote == Vote::no) == (integer_is(r, 0) || integer_is(r, -1)),
+             "leader write: no exactly for 0 or -1");
+  NodeVote v;
+  leader_read_vote(r, v);
+  bool shaped = r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
+                r->element[0]->type == REDIS_REPLY_STRING &&
+                r->element[1]->type == REDIS_REPLY_STRING && is_integer(r->element[2]);
+  FUZZ_CHECK(v.vote != Vote::yes || shaped, "leader read: yes only for {term, value, pttl}");
+  FUZZ_CHECK((v.vote == Vote::no) == (r->type == REDIS_REPLY_ARRAY && r->elements == 0),
+             "leader read: vacant exactly for an empty array");
+}
+
 void check_tree(const redisReply* r, std::size_t keys, std::size_t items, int depth) {
   FUZZ_CHECK(depth < 16, "hiredis nests replies no deeper than it says");
   if (r->type == REDIS_REPLY_ERROR) {
@@ -122,6 +138,7 @@ void check_tree(const redisReply* r, std::size_t keys, std::size_t items, int de
   check_release(r, keys);
   check_renew(r, items);
   check_text(r);
+  check_leader(r);
   if (r->type == REDIS_REPLY_ARRAY)
     for (std::size_t i = 0; i < r->elements; ++i) check_tree(r->element[i], keys, items, depth + 1);
 }

@@ -142,6 +142,33 @@ TEST(MetricsObserver, CountsAcquiresOfPermitsByResult) {
   EXPECT_TRUE(has_line(text, "redlock_acquire_duration_seconds_count{result=\"ok\"} 2"));
 }
 
+// Campaigns for an office are counted by result, and the latest term won is a gauge; reads of
+// a leader count nowhere.
+TEST(MetricsObserver, CountsCampaignsByResultAndShowsTheLatestTerm) {
+  auto registry = std::make_shared<::prometheus::Registry>();
+  MetricsObserver observer(registry);
+  std::vector<std::string> resources{"office"};
+  auto votes = three_votes(Vote::yes, Vote::yes, Vote::no);
+  OperationEvent e;
+  e.operation = Operation::campaign;
+  e.resources = &resources;
+  e.votes = &votes;
+  e.term = 42;
+  observer.on_operation(e);
+  e.error = make_error_code(Errc::cancelled);
+  e.term = 0;
+  observer.on_operation(e);
+  e.operation = Operation::leader;
+  e.error = {};
+  e.term = 50;
+  observer.on_operation(e);
+  auto text = exposition(*registry);
+  EXPECT_TRUE(has_line(text, "redlock_elections_total{result=\"ok\"} 1")) << text;
+  EXPECT_TRUE(has_line(text, "redlock_elections_total{result=\"cancelled\"} 1"));
+  EXPECT_TRUE(has_line(text, "redlock_elections_total{result=\"not_acquired\"} 0"));
+  EXPECT_TRUE(has_line(text, "redlock_election_term 42"));
+}
+
 TEST(MetricsObserver, ConstantLabelsGoOnEveryMetric) {
   auto registry = std::make_shared<::prometheus::Registry>();
   MetricsOptions options;

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <vector>
 
+#include "redlock/election.hpp"
 #include "show.hpp"
 
 namespace redlock::cli {
@@ -123,6 +124,21 @@ std::string release_summary(const redlock::ReleaseResult& r) {
   if (std::size_t gone = v.no(); gone > 0) s += "; " + std::to_string(gone) + " held it no more";
   if (std::size_t failed = v.failed(); failed > 0) s += "; " + std::to_string(failed) + " failed";
   return s;
+}
+
+int do_leader(const Globals& g, Client& client, const std::string& office) {
+  redlock::Election election(client);
+  auto r = election.leader(office);
+  if (!r) return fail(r, "cannot read the leader of '" + office + "'");
+  if (!r.leader) {
+    diag(g, "'" + office + "' is vacant; votes " + r.votes.to_string());
+    return kNotHeld;
+  }
+  if (!write_stdout(std::to_string(r.leader->term) + " " + printable(r.leader->value) + "\n")) {
+    say("redlock: cannot write the leader to stdout");
+    return kUsage;
+  }
+  return kOk;
 }
 
 }  // namespace redlock::cli

@@ -1,4 +1,5 @@
-// The verbs on a lock held by token: acquire (prints the token), extend, release.
+// The verbs on a lock held by token: acquire (prints the token), extend, release; and leader,
+// which prints an office's leader.
 #pragma once
 
 #include <optional>
@@ -15,6 +16,11 @@ int do_extend(const Globals& g, Client& client, const std::string& key, const st
               int permit = -1);
 int do_release(const Globals& g, Client& client, const std::string& key, const std::string& token,
                int permit = -1);
+
+// `redlock leader OFFICE`: prints "TERM VALUE" (the value escaped as printable() does) on stdout
+// and exits 0 while a quorum reports a leader; exits 1 when the office is vacant, 3 when no
+// quorum answered.
+int do_leader(const Globals& g, Client& client, const std::string& office);
 
 // What a release's quorum confirmed and what was still pending when it was decided, e.g.
 // "deleted on 2 of 3 node(s), quorum 2 confirmed; 1 still pending (not confirmed; ...)".

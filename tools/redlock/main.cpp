@@ -1,7 +1,8 @@
 // redlock: the command-line face of redlock-cpp, for shell scripts and operators. This file
 // reads the command line and hands each verb to its file: lock_verbs (acquire, extend,
-// release), run, status, show, list, break (admin_verbs). Exit codes: common.hpp. Only the token
-// (acquire), the status table and show's view go to stdout; every diagnostic goes to stderr.
+// release, leader), run (run, elect), status, show, list, break (admin_verbs). Exit codes:
+// common.hpp. Only the token (acquire), the leader, the status table and show's view go to
+// stdout; every diagnostic goes to stderr.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -179,11 +180,40 @@ int main(int argc, char** argv) {
   run->add_option("KEY", key, "resource name")->required();
   run->add_option("COMMAND", run_options.command, "the command and its arguments");
 
+  // Leader election (docs/guide-election.md): elect runs a command while it leads, like
+  // `etcdctl elect`; leader prints who leads.
+  RunOptions elect_options;
+  std::string value;
+  auto* elect = app.add_subcommand(
+      "elect",
+      "campaign for OFFICE with VALUE (e.g. this host's address), waiting without end (or "
+      "--wait), then run COMMAND while leading, as run does: lease --ttl (default 30s), renewed; "
+      "the command gets REDLOCK_TERM, the term, a fencing token; exit 4 if the office is lost");
+  elect->positionals_at_end();
+  elect->add_option("-w,--wait", elect_options.wait,
+                    "campaign this long (default: without end, until elected or a signal)");
+  elect->add_option("-E,--conflict-exit-code", elect_options.conflict_exit_code,
+                    "exit code when not elected within --wait (default 1)");
+  elect->add_option("--kill-after", elect_options.kill_after,
+                    "SIGKILL the command's process group this long after SIGTERM (default 5s)");
+  std::optional<std::string> elect_shell;
+  elect->add_option("-c,--command", elect_shell,
+                    "run this command line through /bin/sh -c, instead of COMMAND...");
+  elect->add_option("OFFICE", key, "office name (a resource name)")->required();
+  elect->add_option("VALUE", value, "what observers learn of the leader")->required();
+  elect->add_option("COMMAND", elect_options.command, "the command and its arguments");
+  auto* leader = app.add_subcommand(
+      "leader",
+      "print OFFICE's leader as 'TERM VALUE' on stdout, as a quorum of nodes reports it; exit 1 "
+      "when vacant");
+  leader->add_option("OFFICE", key, "office name")->required();
+
   for (auto* option :
        {app.get_option("--ttl"), app.get_option("--restart-guard"),
         app.get_option("--connect-timeout"), app.get_option("--request-timeout"),
         app.get_option("--retry-delay"), app.get_option("--retry-jitter"),
-        acquire->get_option("--wait"), run->get_option("--wait"), run->get_option("--kill-after")})
+        acquire->get_option("--wait"), run->get_option("--wait"), run->get_option("--kill-after"),
+        elect->get_option("--wait"), elect->get_option("--kill-after")})
     option->type_name("DURATION");
 
   try {
@@ -201,7 +231,8 @@ int main(int argc, char** argv) {
       for (const auto& word : app.remaining()) {
         if (word.empty() || word[0] == '-') continue;
         say("redlock: unknown verb '" + word +
-            "' (verbs: acquire, extend, release, status, show, list, break, run; see --help)");
+            "' (verbs: acquire, extend, release, status, show, list, break, run, elect, leader; "
+            "see --help)");
         return kUsage;
       }
     }
@@ -220,6 +251,22 @@ int main(int argc, char** argv) {
     }
     if (int code = take_legacy_run_options(g, run_options); code != kOk) return code;
   }
+  if (elect->parsed()) {
+    if (elect_shell) {
+      if (!elect_options.command.empty()) {
+        say("redlock: elect: -c takes the whole command line; nothing may follow VALUE (got '" +
+            elect_options.command.front() + "')");
+        return kUsage;
+      }
+      elect_options.command = {"/bin/sh", "-c", *elect_shell};
+    }
+    auto& cmd = elect_options.command;
+    if (!cmd.empty() && cmd.front() == "--") cmd.erase(cmd.begin());
+    if (cmd.empty()) {
+      say("redlock: elect: no command given (redlock elect OFFICE VALUE -- COMMAND...)");
+      return kUsage;
+    }
+  }
 
   try {
     std::optional<Milliseconds> acquire_wait = duration_of("--wait", wait);
@@ -234,6 +281,19 @@ int main(int argc, char** argv) {
       }
       prepare_run();
     }
+    if (elect->parsed()) {
+      if (auto d = duration_of("--wait", elect_options.wait)) {
+        if (d->count() < 0) usage_error("--wait: must not be negative");
+        elect_options.wait_ms = d->count();
+      }
+      if (auto d = duration_of("--kill-after", elect_options.kill_after)) {
+        if (d->count() < 0) usage_error("--kill-after: must not be negative");
+        if (*d > redlock::longest_duration)
+          usage_error("--kill-after: above the longest duration (2^40 ms, about 34.8 years)");
+        elect_options.kill_after_ms = d->count();
+      }
+      prepare_run();
+    }
     g.warnings_in_table = status->parsed();
     auto config = make_config(g);
     if (show->parsed() || list->parsed()) {
@@ -245,6 +305,8 @@ int main(int argc, char** argv) {
       config.observer = std::make_shared<TextfileObserver>(*metrics_file, key);
     redlock::Client client(config);
     if (run->parsed()) return do_run(g, client, key, run_options);
+    if (elect->parsed()) return do_elect(g, client, key, value, elect_options);
+    if (leader->parsed()) return do_leader(g, client, key);
     if (acquire->parsed()) return do_acquire(g, client, key, acquire_wait, fencing);
     if (extend->parsed()) return do_extend(g, client, key, token, permit);
     if (release->parsed()) return do_release(g, client, key, token, permit);

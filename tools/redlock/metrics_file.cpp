@@ -75,6 +75,9 @@ void TextfileObserver::on_operation(const OperationEvent& e) {
     case Operation::renew:
       renewals_[result] += 1;
       break;
+    case Operation::campaign:
+    case Operation::leader:
+      break;  // `run` holds a lock, not an office
   }
   (void)write_locked();
 }

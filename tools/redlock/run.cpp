@@ -17,12 +17,14 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <string_view>
 #include <thread>
 #include <utility>
 
 #include "lock_verbs.hpp"
+#include "redlock/election.hpp"
 
 extern char** environ;
 
@@ -102,23 +104,23 @@ const char* signal_name(int sig) {
   }
 }
 
-// Client::hold() in a helper thread while this thread takes the signals: SIGINT, SIGTERM,
-// SIGHUP or SIGQUIT cancel the wait at once. `*cancelled_by` is that signal (0: none); a lock
-// granted as the signal came is returned held, for the caller to release.
-redlock::HoldResult hold_cancellable(redlock::Client& client, redlock::AcquireRequest req,
-                                     int* cancelled_by) {
+// `start(cancel)` (Client::hold, Election::campaign) in a helper thread while this thread takes
+// the signals: SIGINT, SIGTERM, SIGHUP or SIGQUIT cancel the wait at once. `*cancelled_by` is
+// that signal (0: none); a lock granted as the signal came is returned held, for the caller to
+// release.
+template <typename Result, typename Start>
+Result cancellable(Start&& start, int* cancelled_by) {
   redlock::CancelToken cancel;
-  req.cancel = cancel;
-  redlock::HoldResult held;
+  Result held;
   std::atomic<bool> done{false};
   std::thread waiter([&] {
-    held = client.hold(std::move(req), [](std::error_code) { ::kill(::getpid(), kLostSignal); });
+    held = start(cancel);
     done = true;
     ::kill(::getpid(), kHoldDone);
   });
   sigset_t signals = run_signals();
   *cancelled_by = 0;
-  while (!done) {  // hold() ends by itself: --wait, no quorum, or the cancel below
+  while (!done) {  // it ends by itself: --wait, no quorum, or the cancel below
     timespec tick{0, 100'000'000};
     int sig = ::sigtimedwait(&signals, nullptr, &tick);
     if (is_termination(sig) && *cancelled_by == 0) {
@@ -139,18 +141,20 @@ redlock::HoldResult hold_cancellable(redlock::Client& client, redlock::AcquireRe
   return held;
 }
 
+void on_lost_signal(std::error_code) { ::kill(::getpid(), kLostSignal); }
+
 long long unix_ms_of(redlock::Clock::time_point t) {
   auto left = t - redlock::Clock::now();
   auto at = std::chrono::system_clock::now() + left;
   return std::chrono::duration_cast<std::chrono::milliseconds>(at.time_since_epoch()).count();
 }
 
-// The command's environment, built before fork (the child only execs): ours, less
-// REDLOCK_NODES, which may carry passwords and is for redlock alone, plus the variables that
-// describe the lock.
-std::vector<std::string> child_environment(const redlock::Client& client, const std::string& key,
-                                           const redlock::HeldLock& lock) {
-  std::vector<std::pair<std::string, std::string>> lock_vars = {
+// The variables that describe what `run` holds, for the command.
+using Vars = std::vector<std::pair<std::string, std::string>>;
+
+Vars lock_variables(const redlock::Client& client, const std::string& key,
+                    const redlock::HeldLock& lock) {
+  Vars lock_vars = {
       {"REDLOCK_TOKEN", lock.token()},
       {"REDLOCK_RESOURCE", key},
       {"REDLOCK_KEY", client.key_of(key)},
@@ -163,7 +167,12 @@ std::vector<std::string> child_environment(const redlock::Client& client, const 
   // With --permits: the slot the command holds, 0 to K - 1 (a name for its share of the work).
   if (lock.permit() >= 0) lock_vars.emplace_back("REDLOCK_PERMIT", std::to_string(lock.permit()));
   // More variables for the command go here: an inherited variable of the same name is replaced.
+  return lock_vars;
+}
 
+// The command's environment, built before fork (the child only execs): ours, less
+// REDLOCK_NODES, which may carry passwords and is for redlock alone, plus `lock_vars`.
+std::vector<std::string> child_environment(const Vars& lock_vars) {
   auto withheld = [&](std::string_view name) {
     if (name == "REDLOCK_NODES") return true;
     for (const auto& v : lock_vars)
@@ -330,6 +339,18 @@ void take_terminal(int tty, pid_t group) {
   if (tty >= 0 && ::tcgetpgrp(tty) == group) ::tcsetpgrp(tty, ::getpgrp());
 }
 
+// What the command runs under (a held lock, a held office), as run_command sees it.
+struct Holding {
+  std::string what;  // "lock on 'KEY'", "office 'NAME'"
+  std::string name;  // "'KEY'", "office 'NAME'"
+  std::function<bool()> valid;
+  std::function<std::error_code()> lost_reason;
+  std::function<redlock::ReleaseResult()> release;
+};
+
+// Runs the command while `lock` is held, then releases it; the exit code of run and elect.
+int run_command(const Globals& g, const RunOptions& o, const Vars& vars, Holding& lock);
+
 int exit_status_of(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
@@ -346,7 +367,12 @@ int do_run(const Globals& g, redlock::Client& client, const std::string& key, co
   req.permits = o.permits;
   if (o.wait_ms) req.wait = redlock::Milliseconds(*o.wait_ms);
   int cancelled_by = 0;
-  auto held = hold_cancellable(client, std::move(req), &cancelled_by);
+  auto held = cancellable<redlock::HoldResult>(
+      [&](const redlock::CancelToken& cancel) {
+        req.cancel = cancel;
+        return client.hold(std::move(req), on_lost_signal);
+      },
+      &cancelled_by);
   if (cancelled_by != 0) {
     if (held) (void)held.lock.release();
     say("redlock: waiting for '" + key + "' cancelled by " + signal_name(cancelled_by) +
@@ -362,10 +388,57 @@ int do_run(const Globals& g, redlock::Client& client, const std::string& key, co
   diag(g, "acquired '" + key + "', lease " +
               std::to_string(client.config().watchdog_lease.count()) +
               " ms renewed while the command runs; votes " + held.votes.to_string());
+  Holding holding{"lock on '" + key + "'", "'" + key + "'", [&] { return lock.valid(); },
+                  [&] { return lock.lost_flag().reason(); }, [&] { return lock.release(); }};
+  return run_command(g, o, lock_variables(client, key, lock), holding);
+}
 
+int do_elect(const Globals& g, redlock::Client& client, const std::string& office,
+             const std::string& value, const RunOptions& o) {
+  redlock::Election election(client);
+  redlock::CampaignRequest req;
+  req.office = office;
+  req.value = value;
+  req.ttl = client.config().watchdog_lease;  // renewed every third of it
+  req.wait = o.wait_ms ? redlock::Milliseconds(*o.wait_ms) : redlock::forever;
+  int cancelled_by = 0;
+  auto won = cancellable<redlock::CampaignResult>(
+      [&](const redlock::CancelToken& cancel) {
+        req.cancel = cancel;
+        return election.campaign(std::move(req), on_lost_signal);
+      },
+      &cancelled_by);
+  if (cancelled_by != 0) {
+    if (won) (void)won.office.resign();
+    say("redlock: campaign for '" + office + "' cancelled by " + signal_name(cancelled_by) +
+        "; the command was not started");
+    return 128 + cancelled_by;
+  }
+  if (!won) {
+    int code = fail(won, "not elected to '" + office + "'");
+    if (won.error == Errc::not_acquired && o.conflict_exit_code) code = *o.conflict_exit_code;
+    return code;
+  }
+  auto& held = won.office;
+  diag(g, "elected to '" + office + "', term " + std::to_string(held.term()) + ", lease " +
+              std::to_string(client.config().watchdog_lease.count()) +
+              " ms renewed while the command runs");
+  Vars vars = lock_variables(client, office, held.lock());
+  vars.emplace_back("REDLOCK_TERM", std::to_string(held.term()));
+  vars.emplace_back("REDLOCK_OFFICE", office);
+  Holding holding{"office '" + office + "'", "office '" + office + "'",
+                  [&] { return held.valid(); }, [&] { return held.lost_flag().reason(); },
+                  [&] { return held.resign(); }};
+  return run_command(g, o, vars, holding);
+}
+
+namespace {
+
+int run_command(const Globals& g, const RunOptions& o, const Vars& vars, Holding& lock) {
+  const std::string& key = lock.name;
   // Everything the child needs is made here: between fork and exec it only makes
   // async-signal-safe calls.
-  std::vector<std::string> env = child_environment(client, key, lock);
+  std::vector<std::string> env = child_environment(vars);
   std::vector<char*> envp;
   for (auto& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
@@ -447,7 +520,7 @@ int do_run(const Globals& g, redlock::Client& client, const std::string& key, co
     }
     if (!lost && (sig == kLostSignal || !lock.valid())) {
       lost = true;
-      say("redlock: lock on '" + key + "' lost (" + lock.lost_flag().reason().message() +
+      say("redlock: " + lock.what + " lost (" + lock.lost_reason().message() +
           "): terminating the command");
       end_group();
     }
@@ -491,11 +564,13 @@ int do_run(const Globals& g, redlock::Client& client, const std::string& key, co
   stop_sentinel(sentinel);
   auto r = lock.release();
   if (r)
-    diag(g, "released '" + key + "': " + release_summary(r) + "; votes " + r.votes.to_string());
+    diag(g, "released " + key + ": " + release_summary(r) + "; votes " + r.votes.to_string());
   else if (!lost)
-    diag(g, "release of '" + key + "': " + r.message());
+    diag(g, "release of " + key + ": " + r.message());
   return lost ? kLost : exit_status_of(status);
 }
+
+}  // namespace
 
 // Everything after KEY is the command. Two exceptions, for words that cannot begin a command:
 // the first `--` (a separator), and the form of earlier versions, `run KEY --wait 5 -- CMD`,

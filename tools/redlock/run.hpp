@@ -1,5 +1,6 @@
 // `redlock run KEY COMMAND...`: the command runs while the lock is held and renewed, in a
-// process group of its own that ends when the lock is lost (docs/guide-run.md).
+// process group of its own that ends when the lock is lost (docs/guide-run.md). `redlock elect`
+// runs its command the same way while it leads an office (docs/guide-election.md).
 #pragma once
 
 #include <optional>
@@ -32,5 +33,11 @@ int take_legacy_run_options(const Globals& g, RunOptions& o);
 void prepare_run();
 
 int do_run(const Globals& g, Client& client, const std::string& key, const RunOptions& o);
+
+// `redlock elect OFFICE VALUE COMMAND...`: the command runs while this process leads the office
+// (docs/guide-election.md), as `run` runs it under a lock, with REDLOCK_TERM. Waits without end
+// unless --wait.
+int do_elect(const Globals& g, Client& client, const std::string& office, const std::string& value,
+             const RunOptions& o);
 
 }  // namespace redlock::cli

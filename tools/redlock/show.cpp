@@ -126,6 +126,23 @@ void read_node(NodeConnection& conn, const std::string& lock_key, NodeView& v) {
   } else if (permits_type != "none") {
     v.notes.push_back("the permits key holds a " + permits_type);
   }
+  auto [leader, leader_type] = aux(conn, lock_key, redlock::detail::kLeader, v);
+  if (leader_type == "string") {
+    // "term|token|value" (leader.lua)
+    std::string text = reply_text(must(conn, {"GET", leader}).get());
+    auto bar = text.find('|');
+    auto bar2 = bar == std::string::npos ? bar : text.find('|', bar + 1);
+    if (bar != std::string::npos && bar > 0 && bar2 != std::string::npos &&
+        text.find_first_not_of("0123456789") == bar) {
+      v.leader_term = text.substr(0, bar);
+      v.leader_holder = holder_name(text.substr(bar + 1, bar2 - bar - 1));
+      v.leader_value = text.substr(bar2 + 1);
+    } else {
+      v.notes.push_back("the leader key holds a string not of our form");
+    }
+  } else if (leader_type != "none") {
+    v.notes.push_back("the leader key holds a " + leader_type);
+  }
   auto [fence, fence_type] = aux(conn, lock_key, redlock::detail::kFence, v);
   if (fence_type == "string")
     v.fence = reply_text(must(conn, {"GET", fence}).get());
@@ -241,6 +258,11 @@ bool print_views(const std::string& resource, const std::string& lock_key,
                ",\"ttl_ms\":" + std::to_string(v.slots[j].second) + "}";
         o += "]";
       }
+      if (!v.leader_term.empty())
+        o += ",\"leader\":{\"term\":" + v.leader_term +
+             ",\"value\":" + json_string(v.leader_value) +
+             ",\"holder\":" + json_string(v.leader_holder) + ",\"current\":" +
+             (v.type == "string" && v.holder == v.leader_holder ? "true" : "false") + "}";
       o += ",\"notes\":[";
       for (std::size_t j = 0; j < v.notes.size(); ++j)
         o += (j ? "," : "") + json_string(v.notes[j]);
@@ -285,6 +307,12 @@ bool print_views(const std::string& resource, const std::string& lock_key,
                     ttl_text(v.slots[j].second).c_str());
       }
     }
+    if (!v.leader_term.empty())
+      std::printf("    leader: term %s, value %s (%s)%s\n", v.leader_term.c_str(),
+                  printable(v.leader_value).c_str(), v.leader_holder.c_str(),
+                  v.type == "string" && v.holder == v.leader_holder
+                      ? ""
+                      : "; stale: the lock is not its holder's here");
     for (const auto& n : v.notes) std::printf("    note: %s\n", printable(n).c_str());
   }
   // A semaphore: how many of its slots a holder has on a quorum of the nodes read.

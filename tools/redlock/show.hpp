@@ -44,6 +44,11 @@ struct NodeView {
   // holders of its slots 1 to k - 1 (slot 0 is the lock key above), "" where a slot is free.
   unsigned permits = 0;
   std::vector<std::pair<std::string, long long>> slots;  // holder name, PTTL
+  // An office (docs/guide-election.md): the leader key's term, value and holder name (never
+  // the token); empty term when none. It counts only while the lock key holds that holder.
+  std::string leader_term;
+  std::string leader_value;
+  std::string leader_holder;
 };
 
 // Reads `lock_key` and its auxiliary keys on every node of `config`, in node-list order.

@@ -111,15 +111,19 @@ class MetricsObserver final : public Observer {
   ::prometheus::Family<::prometheus::Gauge>& waiters_family_;
   ::prometheus::Family<::prometheus::Histogram>& wait_family_;
   ::prometheus::Family<::prometheus::Counter>& permit_family_;
+  ::prometheus::Family<::prometheus::Counter>& election_family_;
+  ::prometheus::Family<::prometheus::Gauge>& term_family_;
   ByResult<::prometheus::Histogram> acquire_;
   ByResult<::prometheus::Counter> extend_;
   ByResult<::prometheus::Counter> release_;
   ByResult<::prometheus::Counter> renew_;
   ByResult<::prometheus::Histogram> wait_;
   ByResult<::prometheus::Counter> permit_;
+  ByResult<::prometheus::Counter> election_;
   ::prometheus::Counter& attempts_;
   ::prometheus::Gauge& held_;
   ::prometheus::Gauge& waiters_;
+  ::prometheus::Gauge& term_;
   std::array<::prometheus::Counter*, 5> lost_{};  // by LostReason
 
   std::mutex mutex_;  // guards the maps below (node events and failed votes: the rare paths)
