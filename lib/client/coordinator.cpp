@@ -111,18 +111,9 @@ void deliver_once(const Config& config, Ops& ops, std::uint64_t id, Operation ki
 // nothing may have said so (a lock of acquire() has no watchdog). Reported once per token; a
 // held lock whose loss the watchdog already reported is not reported again.
 void Coordinator::found_lost(const LockNote& note) {
-  if (!config_.observer || note.token.empty()) return;
   if (note.lease != nullptr && note.lease->lost()) return;
-  if (!lost_tokens_.first(note.token)) return;
-  const bool late = note.valid_until != Clock::time_point{} && note.started >= note.valid_until;
-  observe(config_, [&](Observer& o) {
-    LostEvent e;
-    e.reason = late ? LostReason::released_after_expiry : LostReason::keys_gone;
-    e.error = make_error_code(Errc::lock_lost);
-    e.resources = &note.resources;
-    e.permit = note.permit;
-    o.on_lost(e);
-  });
+  report_found_lost(config_, lost_tokens_, note.token, note.valid_until, note.started,
+                    note.resources, note.permit);
 }
 
 void Coordinator::run(proto::Actions& actions, Route caller) {

@@ -502,14 +502,16 @@ bool Lane::behind_the_loop() {
   return true;
 }
 
-std::optional<ExtendResult> Lane::extend(const Lock& lock, Milliseconds ttl) {
+template <class Result, class Make>
+std::optional<Result> Lane::one_lock(const Lock& lock, Operation operation,
+                                     std::optional<Result> Call::*result, Make make) {
   if (behind_the_loop()) return std::nullopt;
   auto guard = take(mutex_);
   if (!guard.owns_lock()) return std::nullopt;
   InLaneCall inside;
   const auto began = Clock::now();
   if (!ready(began)) return std::nullopt;
-  proto::ExtendMachine machine(*proto_, proto_->next_job(), lock, ttl);
+  auto machine = make();
   Call call;
   call.target.reply = [&](proto::RequestId id, std::size_t node, std::vector<NodeVote> votes,
                           Clock::time_point now, proto::Actions& out) {
@@ -517,45 +519,27 @@ std::optional<ExtendResult> Lane::extend(const Lock& lock, Milliseconds ttl) {
   };
   call.target.timer = [](proto::TimerId, Clock::time_point, proto::Actions&) {};
   call.target.done = [&] { return machine.finished(); };
-  call.stop = [&] { return call.extended.has_value(); };
+  call.stop = [&] { return (call.*result).has_value(); };
   proto::Actions out;
   machine.start(began, out);
   drive(call, out);
   forget_pending();  // the late nodes' replies: read by the next calls, wanted by nobody
-  if (!call.extended) return std::nullopt;  // cannot happen; the loop then answers
-  notify_operation(config_, Operation::extend, call.extended->error, call.extended->votes,
-                   lock.resources, began, lock.permit);
-  if (call.extended->error == Errc::not_held) found_lost(lock, began, call.extended->error);
+  auto& r = call.*result;
+  if (!r) return std::nullopt;  // cannot happen; the loop then answers
+  notify_operation(config_, operation, r->error, r->votes, lock.resources, began, lock.permit);
+  if (r->error == Errc::not_held) found_lost(lock, began, r->error);
   lane_counters().served.fetch_add(1, std::memory_order_relaxed);
-  return std::move(call.extended);
+  return std::move(r);
+}
+
+std::optional<ExtendResult> Lane::extend(const Lock& lock, Milliseconds ttl) {
+  return one_lock(lock, Operation::extend, &Call::extended,
+                  [&] { return proto::ExtendMachine(*proto_, proto_->next_job(), lock, ttl); });
 }
 
 std::optional<ReleaseResult> Lane::release(const Lock& lock) {
-  if (behind_the_loop()) return std::nullopt;
-  auto guard = take(mutex_);
-  if (!guard.owns_lock()) return std::nullopt;
-  InLaneCall inside;
-  const auto began = Clock::now();
-  if (!ready(began)) return std::nullopt;
-  proto::ReleaseMachine machine(*proto_, proto_->next_job(), lock);
-  Call call;
-  call.target.reply = [&](proto::RequestId id, std::size_t node, std::vector<NodeVote> votes,
-                          Clock::time_point now, proto::Actions& out) {
-    if (!machine.finished()) machine.on_reply(id, node, std::move(votes), now, out);
-  };
-  call.target.timer = [](proto::TimerId, Clock::time_point, proto::Actions&) {};
-  call.target.done = [&] { return machine.finished(); };
-  call.stop = [&] { return call.released.has_value(); };
-  proto::Actions out;
-  machine.start(began, out);
-  drive(call, out);
-  forget_pending();  // the late nodes' replies: read by the next calls, wanted by nobody
-  if (!call.released) return std::nullopt;  // cannot happen; the loop then answers
-  notify_operation(config_, Operation::release, call.released->error, call.released->votes,
-                   lock.resources, began, lock.permit);
-  if (call.released->error == Errc::not_held) found_lost(lock, began, call.released->error);
-  lane_counters().served.fetch_add(1, std::memory_order_relaxed);
-  return std::move(call.released);
+  return one_lock(lock, Operation::release, &Call::released,
+                  [&] { return proto::ReleaseMachine(*proto_, proto_->next_job(), lock); });
 }
 
 void Lane::drop(Slot& s, std::size_t node) {
@@ -600,17 +584,8 @@ void Lane::rest(Slot& s, Clock::time_point now) {
 void Lane::found_lost(const Lock& lock, Clock::time_point started, std::error_code) {
   // The coordinator's rule (Coordinator::found_lost) for a Lock of acquire(): reported once per
   // token, whichever path (this lane, the loop's calls, its watchdog) found it first.
-  if (!config_.observer || lock.token.empty()) return;
-  if (!lost_tokens_.first(lock.token)) return;
-  const bool late = lock.valid_until != Clock::time_point{} && started >= lock.valid_until;
-  observe(config_, [&](Observer& o) {
-    LostEvent e;
-    e.reason = late ? LostReason::released_after_expiry : LostReason::keys_gone;
-    e.error = make_error_code(Errc::lock_lost);
-    e.resources = &lock.resources;
-    e.permit = lock.permit;
-    o.on_lost(e);
-  });
+  report_found_lost(config_, lost_tokens_, lock.token, lock.valid_until, started, lock.resources,
+                    lock.permit);
 }
 
 }  // namespace redlock::detail

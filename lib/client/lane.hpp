@@ -100,6 +100,11 @@ class Lane {
 
   // Every node verified by the loop and its lane connection open (opened now if needed).
   bool ready(Clock::time_point now);
+  // An extend or a release of `lock` on the lane: the machine `make()` builds, driven to the
+  // result it leaves in `call.*result`, reported as `operation`.
+  template <class Result, class Make>
+  std::optional<Result> one_lock(const Lock& lock, Operation operation,
+                                 std::optional<Result> Call::*result, Make make);
   // Drives one machine to its end: its result delivered, nothing of it on its way, every
   // reply read (or its connection closed at its deadline).
   void drive(Call& call, proto::Actions& first);

@@ -10,6 +10,11 @@
 #include <mutex>
 #include <string>
 #include <unordered_set>
+#include <vector>
+
+#include "../core/observe.hpp"
+#include "redlock/config.hpp"
+#include "redlock/lock.hpp"
 
 namespace redlock::detail {
 
@@ -34,5 +39,24 @@ class LostTokens {
   std::unordered_set<std::string> tokens_;
   std::deque<std::string> order_;
 };
+
+// An extend or a release (begun at `started`) found that a quorum no longer holds the lock with
+// `token`: it was lost, and nothing may have said so (a lock of acquire() has no watchdog).
+// Reported to the observer once per token (`tokens`), as released after its expiry when the
+// call began past its validity, else as its keys gone.
+inline void report_found_lost(const Config& config, LostTokens& tokens, const std::string& token,
+                              Clock::time_point valid_until, Clock::time_point started,
+                              const std::vector<std::string>& resources, int permit) {
+  if (!config.observer || token.empty() || !tokens.first(token)) return;
+  const bool late = valid_until != Clock::time_point{} && started >= valid_until;
+  observe(config, [&](Observer& o) {
+    LostEvent e;
+    e.reason = late ? LostReason::released_after_expiry : LostReason::keys_gone;
+    e.error = make_error_code(Errc::lock_lost);
+    e.resources = &resources;
+    e.permit = permit;
+    o.on_lost(e);
+  });
+}
 
 }  // namespace redlock::detail

@@ -430,6 +430,9 @@ class World {
 
   // --- checks ---
   void liveness_probe();
+  // Per waiter seen in line while a key or slot was free: (client, op step) -> when it began.
+  using WaitersSeen = std::map<std::pair<int, std::uint64_t>, Us>;
+  Us waiter_bound(const ClientState& cl, const WaitersSeen& seen) const;
   void check_script(int c, std::size_t n, const std::vector<std::string>& argv, const Value& reply);
   void plant_hostile(std::size_t n, bool ticket);
   void check_turn_heard(int c, const std::string& channel, const std::string& message,
@@ -498,7 +501,7 @@ class World {
   std::vector<Write> accepted_;
   std::map<std::string, Us> free_since_;
   // Per resource free on every node: the waiters in line seen meanwhile, (client, op) -> start.
-  std::map<std::string, std::map<std::pair<int, std::uint64_t>, Us>> waited_while_free_;
+  std::map<std::string, WaitersSeen> waited_while_free_;
   std::set<std::string> liveness_reported_;
   // Checker 9: per (client, lease) watched in calm, the true time it was watched and the
   // disturbances until then.
@@ -516,7 +519,7 @@ class World {
   // Checker 11's liveness: per slot free on every node, since when, and the waiters for a permit
   // seen meanwhile, (client, op) -> start.
   std::map<int, Us> slot_free_since_;
-  std::map<int, std::map<std::pair<int, std::uint64_t>, Us>> waited_for_slot_;
+  std::map<int, WaitersSeen> waited_for_slot_;
   // Per (client, job) of an acquire: true from the time it sends an attempt until it arms a timer
   // for the next one (longer than a fill-in's 1 ms): then it sits between attempts.
   std::map<std::pair<int, std::uint64_t>, bool> attempting_;

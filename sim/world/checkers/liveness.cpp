@@ -15,6 +15,20 @@ bool holds_turn(const std::string& value) {
 
 }  // namespace
 
+// How long a free key (or slot) may stay free while `cl` waits for it, by the checker's own
+// arithmetic: bound_free_, plus this waiter's own request timeout twice (a request lost to a
+// fault that has just healed is answered by its timeout), plus, for every live waiter `seen` in
+// line that began to wait before it (places are start times), one turn of its own that it may
+// let run out first (a waiter that is slow to come, not gone: its channel still listens), its
+// notice and its request.
+Us World::waiter_bound(const ClientState& cl, const WaitersSeen& seen) const {
+  std::size_t ahead = 0;
+  for (const auto& [who, began] : seen)
+    if (who.first != cl.index && began < cl.op.wait_start) ++ahead;
+  return bound_free_ + 2 * (cl.config.request_timeout.count() - 200) * kMs +
+         static_cast<Us>(ahead) * (kTurnCap + 2 * 200 * kMs);
+}
+
 void World::liveness_probe() {
   // Checker 4: where no fault is on, a key gone from every node is granted to a live waiter
   // within bound_free_.
@@ -82,16 +96,7 @@ void World::liveness_probe() {
         continue;
       if (op.wait_start > since || op.wait_deadline_true < now_ + 10 * kMs) continue;
       if (cl.paused_until > since) continue;
-      // The bound counts this waiter's own request timeout: a request lost to a fault that has
-      // just healed is answered by its timeout. Every live waiter ahead of it in the line (it
-      // began to wait earlier: places are start times) may let one turn of its own run out
-      // first (a waiter that is slow to come, not gone: its channel still listens), so each
-      // adds one turn, its notice and its request.
-      std::size_t ahead = 0;
-      for (const auto& [who, began] : seen)
-        if (who.first != cl.index && began < op.wait_start) ++ahead;
-      Us bound = bound_free_ + 2 * (cl.config.request_timeout.count() - 200) * kMs +
-                 static_cast<Us>(ahead) * (kTurnCap + 2 * 200 * kMs);
+      Us bound = waiter_bound(cl, seen);
       if (now_ - since < bound) continue;
       liveness_reported_.insert(r);
       violation("checker 4: " + r + " free on every node since " + fmt_t(since) + " (" +

@@ -139,11 +139,7 @@ void World::permits_liveness() {
       if (!waits(cl) || op.wait_start > since || op.wait_deadline_true < now_ + 10 * kMs ||
           cl.paused_until > since)
         continue;
-      std::size_t ahead = 0;
-      for (const auto& [who, began] : seen)
-        if (who.first != cl.index && began < op.wait_start) ++ahead;
-      Us bound = bound_free_ + 2 * (cl.config.request_timeout.count() - 200) * kMs +
-                 static_cast<Us>(ahead) * (kTurnCap + 2 * 200 * kMs);
+      Us bound = waiter_bound(cl, seen);
       if (now_ - since < bound) continue;
       reported11_.insert("free");
       violation("checker 11: slot " + std::to_string(slot) + " of " + kSemaphore +
