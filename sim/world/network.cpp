@@ -373,6 +373,7 @@ void World::client_receive(int c, std::size_t n, std::uint64_t epoch, std::uint6
         v.error = make_error_code(Errc::protocol_error);
       }
   }
+  if (election_reply(c, n, p.id, votes)) return;
   Actions out;
   cl.brain->on_reply(p.id, n, std::move(votes), cnow(cl), out);
   apply(c, out);
@@ -390,6 +391,7 @@ void World::fail(int c, std::size_t n, std::uint64_t tag, Errc why, const std::s
   v.vote = Vote::failed;
   v.error = make_error_code(why);
   v.detail = detail;
+  if (election_reply(c, n, p.id, std::vector<NodeVote>(p.request->items, v))) return;
   Actions out;
   cl.brain->on_reply(p.id, n, std::vector<NodeVote>(p.request->items, v), cnow(cl), out);
   apply(c, out);

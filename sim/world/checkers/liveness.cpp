@@ -28,6 +28,7 @@ void World::liveness_probe() {
   // for (a lock prolonged by somebody else's script outlives its purpose).
   std::vector<std::string> lock_names = resources_;
   lock_names.insert(lock_names.end(), hold_resources_.begin(), hold_resources_.end());
+  if (on("election")) lock_names.push_back(kOffice);
   for (const auto& r : lock_names) {
     if (long_keys_reported_.count(r) != 0) continue;
     for (std::size_t n = 0; n < nodes_.size(); ++n) {
