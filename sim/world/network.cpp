@@ -196,6 +196,7 @@ void World::node_receive(int c, std::size_t n, std::uint64_t conn_id, std::uint6
     }
     if (release && !token.empty() && !reply.is_error()) cleaned_up_.insert({conn_id, token});
     check_script(c, n, argv, reply);
+    if (on("election")) check_leader_read(c, n, argv, reply);
     // Checker 11 on the node: after a script on the semaphore's keys (its first key one of them).
     if (argv.size() > 3 &&
         argv[3].compare(0, prefix_.size() + kSemaphore.size(), prefix_ + kSemaphore) == 0)

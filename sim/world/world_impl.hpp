@@ -481,6 +481,11 @@ class World {
   void check_permits_on(std::size_t n);
   void check_permit_holders();
   void permits_liveness();
+  // Checker 12 (checkers/election.cpp): a node's answer to leader.lua's read, and the office's
+  // grants and leaders at the end.
+  void check_leader_read(int c, std::size_t n, const std::vector<std::string>& argv,
+                         const Value& reply);
+  void check_election();
 
   RunOptions opt_;
   Rng rng_;

@@ -33,6 +33,7 @@ void World::final_checks() {
       }
     }
   check_permit_holders();
+  if (on("election")) check_election();
   // Checker 2: fencing tokens of fenced grants strictly increase per resource.
   std::map<std::string, std::pair<std::uint64_t, Us>> last;
   std::vector<std::size_t> order(claims_.size());
