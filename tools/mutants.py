@@ -233,6 +233,10 @@ MUTANTS = [
      "if type(left) == 'number' and left ~= -2 and left < ttl then",
      "if false then",
      "a permit's renewal prolongs its slot but not its semaphore's k"),
+    ("leader_read_stale", "lib/scripts/leader.lua",
+     "if not holds(lock, token) then\n  redis.call('DEL', leader)",
+     "if false then\n  redis.call('DEL', leader)",
+     "the leader's read reports a record whose token no longer holds the office's lock key"),
 ]
 
 

@@ -46,6 +46,10 @@ class Brain {
   // Renews `lock` every ttl/3 until unwatch(); Lost at the latest at its believed deadline.
   virtual std::uint64_t watch(const Lock& lock, Clock::time_point now, Actions& out) = 0;
   virtual void unwatch(std::uint64_t lease, Clock::time_point now, Actions& out) = 0;
+  // A request id of this client's Context, for a request the user sends itself (leader.lua's,
+  // as lib/client/election.cpp broadcasts them): unique among the machines' ids. Its replies
+  // are the user's, never given to on_reply.
+  virtual RequestId new_request() = 0;
 
   // Events of the world.
   virtual void on_reply(RequestId id, std::size_t node, std::vector<NodeVote> votes,

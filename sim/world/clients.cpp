@@ -82,6 +82,8 @@ void World::apply(int c, Actions& out) {
         part_delivered(c, *part, d->result);
       else if (d->result && cl.op.kind == OpKind::permit)
         permit_granted(c, d->result);
+      else if (d->result && cl.op.kind == OpKind::campaign)
+        campaign_granted(c, d->result);
       else if (d->result)
         op_granted(c, d->result);
       else

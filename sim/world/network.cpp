@@ -196,6 +196,7 @@ void World::node_receive(int c, std::size_t n, std::uint64_t conn_id, std::uint6
     }
     if (release && !token.empty() && !reply.is_error()) cleaned_up_.insert({conn_id, token});
     check_script(c, n, argv, reply);
+    if (on("election")) check_leader_read(c, n, argv, reply);
     // Checker 11 on the node: after a script on the semaphore's keys (its first key one of them).
     if (argv.size() > 3 &&
         argv[3].compare(0, prefix_.size() + kSemaphore.size(), prefix_ + kSemaphore) == 0)
@@ -373,6 +374,7 @@ void World::client_receive(int c, std::size_t n, std::uint64_t epoch, std::uint6
         v.error = make_error_code(Errc::protocol_error);
       }
   }
+  if (election_reply(c, n, p.id, votes)) return;
   Actions out;
   cl.brain->on_reply(p.id, n, std::move(votes), cnow(cl), out);
   apply(c, out);
@@ -390,6 +392,7 @@ void World::fail(int c, std::size_t n, std::uint64_t tag, Errc why, const std::s
   v.vote = Vote::failed;
   v.error = make_error_code(why);
   v.detail = detail;
+  if (election_reply(c, n, p.id, std::vector<NodeVote>(p.request->items, v))) return;
   Actions out;
   cl.brain->on_reply(p.id, n, std::vector<NodeVote>(p.request->items, v), cnow(cl), out);
   apply(c, out);

@@ -95,6 +95,8 @@ class ProtoBrain final : public Brain {
     route(out, from, Owner{Kind::watchdog, 0});
   }
 
+  RequestId new_request() override { return ctx_.next_request(); }
+
   void on_reply(RequestId id, std::size_t node, std::vector<NodeVote> votes, Clock::time_point now,
                 Actions& out) override {
     auto it = requests_.find(id);

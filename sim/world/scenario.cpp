@@ -31,6 +31,13 @@ void World::draw_scenario() {
     enabled_.insert("permits");
   permits_ = static_cast<int>(permits_rng_.range(1, kMostPermits));
   int permit_clients = static_cast<int>(permits_rng_.range(3, 8));
+  // The election workload (election.cpp), one seed in three: from its own generator, and so are
+  // its clients.
+  if (opt_.control == Control::none &&
+      std::find(allowed.begin(), allowed.end(), "election") != allowed.end() &&
+      election_rng_.chance(1.0 / 3))
+    enabled_.insert("election");
+  int election_clients = static_cast<int>(election_rng_.range(3, 6));
   // A few stalls per run, as `pause` has: each one keeps liveness (checker 4) and checker 9
   // from judging for a while, and most of the run should still be judged.
   late_left_ = static_cast<int>(late_rng_.range(1, 3));
@@ -46,6 +53,8 @@ void World::draw_scenario() {
   int clients = static_cast<int>(rng_.range(2, 6));
   // With permits, 3 to 8 clients, so that more than k of them contend for the k permits.
   if (on("permits")) clients = permit_clients;
+  // With election (and no permits), 3 to 6 clients, so that several campaign at once.
+  if (on("election") && !on("permits")) clients = election_clients;
   static const std::vector<int> ttls = {300, 500, 1000};
   ttl_ = Milliseconds(rng_.pick(ttls));
   if (opt_.control != Control::none) {
@@ -159,6 +168,7 @@ void World::draw_scenario() {
   for (const auto& k : enabled_) s << (first ? "" : ",") << k, first = false;
   if (enabled_.empty()) s << "none";
   if (on("permits")) s << " permits=" << permits_;
+  if (on("election")) s << " office=" << kOffice;
   if (opt_.control == Control::wipe_majority) s << " control=wipe-majority";
   if (opt_.control == Control::clock_jump_quorum) s << " control=clock-jump-quorum";
   summary_ = s.str();

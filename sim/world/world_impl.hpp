@@ -1,9 +1,9 @@
 // The simulator's world inside (docs/simulation.md, "Parts"): the fault kinds, the
 // generators, the state of nodes, clients and connections, and the World class, whose member
 // functions are defined by concept: world.cpp (the event queue and a run), scenario.cpp,
-// clients.cpp and workload.cpp, multi_hold.cpp, late_hold.cpp and permits.cpp (the workloads),
-// network.cpp and connections.cpp (the network), faults.cpp, trace.cpp, checkers/*.cpp. Private
-// to sim/world.
+// clients.cpp and workload.cpp, multi_hold.cpp, late_hold.cpp, permits.cpp and election.cpp (the
+// workloads), network.cpp and connections.cpp (the network), faults.cpp, trace.cpp,
+// checkers/*.cpp. Private to sim/world.
 #pragma once
 
 #include "world.hpp"
@@ -108,6 +108,7 @@ const std::vector<std::string> kFaultKinds = {
     "replica",     // one node is a (writable) replica: its INFO says role:slave
     "late_grant",  // a client stalls right after an acquire or write-back leaves, for most of a ttl
     "permits",     // 3 to 8 clients contend for permits of a semaphore of k = 1..4 (permits.cpp)
+    "election",    // 3 to 6 clients campaign for one office, lead, resign, read it (election.cpp)
 };
 // multi_hold, hostile with replica, and late_grant are each drawn, and draw all they need, from a
 // generator of their own: with them off, a seed runs bit for bit as it did before the kind
@@ -118,7 +119,8 @@ const std::string kMultiHold = "multi_hold";
 constexpr std::uint64_t kHostileSeed = 0x686f737469cb2d25ull;
 constexpr std::uint64_t kLateGrantSeed = 0x6c617465677261ull;
 inline bool own_draws(const std::string& kind) {
-  return kind == "hostile" || kind == "replica" || kind == "late_grant" || kind == "permits";
+  return kind == "hostile" || kind == "replica" || kind == "late_grant" || kind == "permits" ||
+         kind == "election";
 }
 // The permits workload (permits.cpp) draws from a generator of its own too.
 constexpr std::uint64_t kPermitsSeed = 0x7065726d69747331ull;
@@ -126,6 +128,10 @@ constexpr std::uint64_t kPermitsSeed = 0x7065726d69747331ull;
 // an odd client asks for another k of 1..4): checker 11 looks at that many slot keys.
 const std::string kSemaphore = "p";
 constexpr int kMostPermits = 4;
+// The election workload (election.cpp) draws from a generator of its own too; its office's
+// resource (checker 12 reads its lock key and its leader key, aux_of(lock key, "leader")).
+constexpr std::uint64_t kElectionSeed = 0x656c656374696f6eull;
+const std::string kOffice = "e";
 constexpr std::uint64_t kMultiHoldSeed = 0x6d756c74696c6335ull;
 // The resources a multi_hold operation locks, each with its own acquire, token and lease.
 const std::vector<std::string> kHoldResources = {"m0", "m1", "m2"};
@@ -198,7 +204,19 @@ struct Claim {
   int slot = -1;
 };
 
-enum class OpKind { try_acquire, wait, fenced, hold, multi, cancel, multi_hold, late_hold, permit };
+enum class OpKind {
+  try_acquire,
+  wait,
+  fenced,
+  hold,
+  multi,
+  cancel,
+  multi_hold,
+  late_hold,
+  permit,
+  campaign,
+  leader_read
+};
 inline const char* op_name(OpKind k) {
   switch (k) {
     case OpKind::try_acquire:
@@ -219,6 +237,10 @@ inline const char* op_name(OpKind k) {
       return "late_hold";
     case OpKind::permit:
       return "permit";
+    case OpKind::campaign:
+      return "campaign";
+    case OpKind::leader_read:
+      return "leader_read";
   }
   return "?";
 }
@@ -248,6 +270,11 @@ struct UserOp {
   std::vector<HeldPart> parts;  // multi_hold: several locks (then job, lock, claim, lease unused)
   int permits = 0;              // permit: the k it asks with
   bool holds = false;           // permit: watched and renewed until it releases
+  // campaign: the value it campaigns with, and its leader write's request (0: none on its way);
+  // leader_read: its read's request. Their votes so far, one a node.
+  std::string value;
+  RequestId request = 0;
+  std::vector<NodeVote> votes;
 };
 
 struct ClientState {
@@ -315,7 +342,8 @@ class World {
         hold_rng_(o.seed ^ kMultiHoldSeed),
         hostile_rng_(o.seed ^ kHostileSeed),
         late_rng_(o.seed ^ kLateGrantSeed),
-        permits_rng_(o.seed ^ kPermitsSeed) {}
+        permits_rng_(o.seed ^ kPermitsSeed),
+        election_rng_(o.seed ^ kElectionSeed) {}
 
   RunResult run();
 
@@ -390,6 +418,15 @@ class World {
   // permits
   void start_permit(int c);
   void permit_granted(int c, const AcquireResult& r);
+  // election
+  void start_campaign(int c);
+  void campaign_granted(int c, const AcquireResult& r);
+  void start_leader_read(int c);
+  // Sends one of leader.lua's requests to every node, its replies to election_reply.
+  RequestId send_leader(int c, proto::Request r, bool reply_wanted);
+  // A node's answer (or failure) to a leader.lua request of the election's: false when `id` is
+  // none of its (then it is the brain's).
+  bool election_reply(int c, std::size_t n, RequestId id, const std::vector<NodeVote>& votes);
 
   // --- network ---
   void send(int c, const proto::Send& s);
@@ -447,6 +484,11 @@ class World {
   void check_permits_on(std::size_t n);
   void check_permit_holders();
   void permits_liveness();
+  // Checker 12 (checkers/election.cpp): a node's answer to leader.lua's read, and the office's
+  // grants and leaders at the end.
+  void check_leader_read(int c, std::size_t n, const std::vector<std::string>& argv,
+                         const Value& reply);
+  void check_election();
 
   RunOptions opt_;
   Rng rng_;
@@ -454,6 +496,7 @@ class World {
   Rng hostile_rng_;    // hostile's and replica's own draws (kHostileSeed)
   Rng late_rng_;       // late_grant's own draws (kLateGrantSeed)
   Rng permits_rng_;    // the permits workload's own draws (kPermitsSeed)
+  Rng election_rng_;   // the election workload's own draws (kElectionSeed)
   int permits_ = 0;    // with permits: the semaphore's k
   int late_left_ = 0;  // late_grant's stalls still to come
   std::priority_queue<Event, std::vector<Event>, Later> queue_;
@@ -523,6 +566,24 @@ class World {
   // Per (client, job) of an acquire: true from the time it sends an attempt until it arms a timer
   // for the next one (longer than a fill-in's 1 ms): then it sits between attempts.
   std::map<std::pair<int, std::uint64_t>, bool> attempting_;
+  // Checker 12: each grant of the office, by token, its term (the grant's fencing token) and the
+  // value its campaign wrote; the leaders (a campaign whose write reached a quorum: it believes
+  // it leads from then to its claim's end); the election's leader.lua requests on their way,
+  // (client, request) -> the op's step.
+  struct Term {
+    std::uint64_t term = 0;
+    std::string value;
+  };
+  std::map<std::string, Term> office_terms_;
+  struct Leader {
+    int client = 0;
+    int claim = -1;
+    std::uint64_t term = 0;
+    Us start = 0;
+  };
+  std::vector<Leader> leaders_;
+  std::map<std::pair<int, RequestId>, std::uint64_t> election_requests_;
+  std::set<std::string> reported12_;  // one violation of checker 12 per rule
 };
 
 // The FNV-1a hash of a trace (trace.cpp): what `redlock_sim --trace-hash` prints.

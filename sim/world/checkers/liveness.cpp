@@ -42,6 +42,7 @@ void World::liveness_probe() {
   // for (a lock prolonged by somebody else's script outlives its purpose).
   std::vector<std::string> lock_names = resources_;
   lock_names.insert(lock_names.end(), hold_resources_.begin(), hold_resources_.end());
+  if (on("election")) lock_names.push_back(kOffice);
   for (const auto& r : lock_names) {
     if (long_keys_reported_.count(r) != 0) continue;
     for (std::size_t n = 0; n < nodes_.size(); ++n) {
@@ -67,7 +68,11 @@ void World::liveness_probe() {
     waited_while_free_.clear();
     return;
   }
-  for (const auto& r : resources_) {
+  // With election, the office too (checker 12's liveness: a vacant office goes to a live
+  // campaigner within the same bound; a campaign is a waiting acquire of its lock key).
+  std::vector<std::string> judged = resources_;
+  if (on("election")) judged.push_back(kOffice);
+  for (const auto& r : judged) {
     bool free = true;
     // A key that holds only a waiter's turn is free: nobody holds the lock.
     for (std::size_t n = 0; n < nodes_.size() && free; ++n) {
@@ -99,7 +104,8 @@ void World::liveness_probe() {
       Us bound = waiter_bound(cl, seen);
       if (now_ - since < bound) continue;
       liveness_reported_.insert(r);
-      violation("checker 4: " + r + " free on every node since " + fmt_t(since) + " (" +
+      violation(std::string(r == kOffice ? "checker 12: office " : "checker 4: ") + r +
+                " free on every node since " + fmt_t(since) + " (" +
                 std::to_string((now_ - since) / kMs) + " ms, bound " + std::to_string(bound / kMs) +
                 " ms) while c" + std::to_string(cl.index) + " waits for it");
       break;
