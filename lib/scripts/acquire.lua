@@ -62,6 +62,10 @@ local lined = ARGV[7] ~= nil and ticket ~= ''
 -- its turn, not its place. It bounds how long a free key waits for a waiter that listens but
 -- does not come (a stopped process). docs/guide-waiting.md.
 local MAX_TURN = 2000
+-- How long the turn of the waiter with `ticket` lasts: as its ticket says, at most MAX_TURN.
+local function turn_length(ticket)
+  return math.min(tonumber(string.match(ticket, '@(%d+)$')) or 100, MAX_TURN)
+end
 -- How long a sign-up lasts past the waiter's latest refused attempt: a crashed waiter's is gone
 -- by then. Its client asks again well before (lib/core/keys.hpp, kSignUpRefresh).
 local SIGN_UP = 10000
@@ -295,7 +299,7 @@ if ARGV[8] ~= nil then
         table.insert(missed, head)
       else
         local heard = channel and try('PUBLISH', channel, name(ARGV[1]) .. '|' .. head .. '|' .. key)
-        local length = math.min(tonumber(string.match(head, '@(%d+)$')) or 100, MAX_TURN)
+        local length = turn_length(head)
         if heard and heard > 0 and try('HSET', turns, head, now + length) then
           try('SET', key, TURN .. head, 'PX', length)
           keep(turns, math.max(try('PTTL', q) or 0, length))
@@ -371,7 +375,7 @@ if keeps_line then
       if not channel or (subs and tonumber(subs[2]) == 0) then due = now end
     elseif not due then
       local heard = channel and try('PUBLISH', channel, name(ARGV[1]) .. '|' .. head .. '|' .. key)
-      local length = math.min(tonumber(string.match(head, '@(%d+)$')) or 100, MAX_TURN)
+      local length = turn_length(head)
       if heard and heard > 0 then due = now + length end
       if due and not try('HSET', turns, head, due) then due = nil end
       if due then
