@@ -393,7 +393,8 @@ TEST(Lane, TheNextCallReadsTheLateRepliesOfTheLastBeforeItsOwn) {
   // Node 2's vote is its "no", or still pending at the verdict: never the first call's "yes".
   for (std::size_t i = 0; i < 3; ++i)
     EXPECT_NE(refused.votes.nodes[i].vote, Vote::yes) << "node " << i;
-  EXPECT_EQ(refused.votes.count(Vote::no), refused.votes.nodes[2].vote == Vote::no ? 3u : 2u);
+  // The refusal is decided at any two "no"s: the third node's vote may still be on its way.
+  EXPECT_GE(refused.votes.count(Vote::no), 2u);
   EXPECT_TRUE(test::eventually(
       [&] { return cluster.count_holding("redlock:lane:late", granted.lock.token) == 3u; }));
   auto rel = client.release(granted.lock);
