@@ -22,6 +22,8 @@ void add_clock_scenarios(std::vector<Scenario>& out);
 // The counting semaphore (permits of k) under crashes, pauses, partitions and crashed holders
 // (scenarios_permits.cpp).
 void add_permit_scenarios(std::vector<Scenario>& out);
+// Leader election under pauses, partitions and crashed leaders (scenarios_election.cpp).
+void add_election_scenarios(std::vector<Scenario>& out);
 
 // --- shared by the scenario files ----------------------------------------------------------
 

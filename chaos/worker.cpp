@@ -9,6 +9,10 @@
 //   explicit  Client::acquire / extend / release with a fixed ttl
 //   held      Client::hold: renewed by the watchdog (lease --ttl), HeldLock::release
 //   mutex     redlock::Mutex::try_lock_for / unlock, renewed
+//   elect     redlock::Election::campaign / Office::resign: each term a section, renewed while it
+//             leads, its term the section's fencing token (checked by the storage), so that the
+//             checker judges both rules of an office: no two leaders at once, and terms that
+//             grow strictly from term to term (docs/guide-election.md)
 //   run       runs `redlock run RESOURCE -- <this program> --mode section ...` again and again
 //   section   one critical section, as the command of `redlock run` (no Client of its own)
 //   family    as section, but forks a grandchild that holds too: `redlock run` must end both
@@ -185,6 +189,7 @@ Options parse(int argc, char** argv) {
   if (o.mode == "run" && o.redlock_cli.empty()) usage("--redlock is required in run mode");
   if (o.permits < 0) usage("--permits must be at least 1");
   if (o.permits > 0 && o.mode == "mutex") usage("--permits: redlock::Mutex takes no permits");
+  if (o.permits > 0 && o.mode == "elect") usage("--permits: an office has one leader");
   return o;
 }
 
@@ -570,6 +575,51 @@ int run_mutex(const Options& o, Output& out) {
   return 0;
 }
 
+// Campaigns for the office (the resource) again and again; each term is a section whose fencing
+// token is the term. A leader resigns at the section's end, as a service that steps down does.
+int run_elect(const Options& o, Output& out) {
+  redlock::Client client(make_config(o));
+  redlock::Election election(client);
+  Storage storage(o.storage_port);
+  std::mt19937_64 rng(std::random_device{}());
+  Counts counts;
+  auto stop_at = raw_now_ns() + o.duration * 1'000'000;
+  long sections = 0;
+  while (keep_going(o, stop_at, sections)) {
+    redlock::CampaignRequest req;
+    req.office = o.resource;
+    req.value = o.id;
+    req.ttl = Milliseconds(o.ttl);
+    req.wait = Milliseconds(o.wait);
+    auto c = election.campaign(std::move(req));
+    if (!c) {
+      counts.add("fail." + errc_name(c.error));
+      if (c.error != redlock::Errc::not_acquired)
+        fail_record(out, o, "campaign", c.error, c.attempts, c.votes.to_string());
+      if (c.error == redlock::Errc::no_quorum) std::this_thread::sleep_for(20ms);
+      continue;
+    }
+    auto& office = c.office;
+    auto s = begin_section(o, -1);
+    s.token = office.lock().token();
+    s.fence = office.term();
+    s.attempts = c.attempts;
+    counts.add("acquired");
+    hold_section(
+        o, storage, s, rng, [&] { return office.valid(); },
+        [&] { return to_raw(office.valid_until()); }, [] {});
+    auto end = raw_now_ns();
+    auto deadline = to_raw(office.valid_until());
+    if (office.lost()) counts.add("lost." + errc_name(office.lost_flag().reason()));
+    auto rel = office.resign();
+    out.write(section_record(o, s, end, deadline));
+    ++sections;
+    if (!rel) counts.add("release_fail." + errc_name(rel.error));
+  }
+  out.write(counts.record(o));
+  return 0;
+}
+
 // --- redlock run ---------------------------------------------------------------------------
 
 // The command of `redlock run`: one section, no Client. The lock is renewed by `redlock run`
@@ -748,6 +798,8 @@ int run_cli(const Options& o, Output& out) {
 //                                              | "fail ERRC VOTES"
 //                        (with --permits: "ok VALIDITY_LEFT_MS TOKEN fence F slot S VOTES")
 //   hold WAIT [fenced]   hold (renewed)    -> as acquire
+//   elect TTL WAIT       campaign for the office (the resource), renewed while it leads
+//                        -> as acquire, the term as the fence; release resigns
 //   read                 GET the counter    -> "read V"
 //   write                SET counter V + 1, valid or not (a stale write); through the
 //                        storage's fencing check when the grant has a token
@@ -766,12 +818,16 @@ int run_control(const Options& o, Output& out) {
   Storage storage(o.storage_port);
   std::optional<redlock::Lock> lock;
   redlock::HeldLock held;
+  redlock::Election election(client);
+  std::optional<redlock::Office> office;
   SectionState s;
   s.counter = o.counter;
   Counts counts;
   bool open = false;
-  auto valid = [&] { return lock ? lock->valid() : held.valid(); };
-  auto valid_until = [&] { return lock ? lock->valid_until : held.valid_until(); };
+  auto valid = [&] { return lock ? lock->valid() : office ? office->valid() : held.valid(); };
+  auto valid_until = [&] {
+    return lock ? lock->valid_until : office ? office->valid_until() : held.valid_until();
+  };
   auto answer = [](const std::string& line) {
     std::cout << line << std::endl;  // flushed: the runner waits for it
   };
@@ -786,7 +842,7 @@ int run_control(const Options& o, Output& out) {
     }
     if (w.empty()) continue;
     const auto& cmd = w[0];
-    if (cmd == "acquire" || cmd == "hold") {
+    if (cmd == "acquire" || cmd == "hold" || cmd == "elect") {
       redlock::Outcome result;
       int attempts = 0;
       bool fenced = w.back() == "fenced";
@@ -808,6 +864,16 @@ int run_control(const Options& o, Output& out) {
         attempts = h.attempts;
         if (h) held = std::move(h.lock);
         result = h;
+      } else if (cmd == "elect" && w.size() >= 3) {
+        redlock::CampaignRequest req;
+        req.office = o.resource;
+        req.value = o.id;
+        req.ttl = Milliseconds(std::stol(w[1]));
+        req.wait = Milliseconds(std::stol(w[2]));
+        auto c = election.campaign(std::move(req));
+        attempts = c.attempts;
+        if (c) office = std::move(c.office);
+        result = c;
       } else {
         answer("error usage");
         continue;
@@ -820,8 +886,8 @@ int run_control(const Options& o, Output& out) {
       }
       counts.add("acquired");
       s = begin_section(o, lock ? lock->permit : held.permit());
-      s.token = lock ? lock->token : held.token();
-      s.fence = lock ? lock->fencing_token : held.fencing_token();
+      s.token = lock ? lock->token : office ? office->lock().token() : held.token();
+      s.fence = lock ? lock->fencing_token : office ? office->term() : held.fencing_token();
       s.attempts = attempts;
       open = true;
       auto left =
@@ -878,6 +944,9 @@ int run_control(const Options& o, Output& out) {
       if (lock) {
         r = client.release(*lock);
         lock.reset();
+      } else if (office) {
+        r = office->resign();
+        office.reset();
       } else {
         r = held.release();
         held = redlock::HeldLock();
@@ -910,6 +979,7 @@ int main(int argc, char** argv) {
     if (o.mode == "explicit") return run_explicit(o, out);
     if (o.mode == "held") return run_held(o, out);
     if (o.mode == "mutex") return run_mutex(o, out);
+    if (o.mode == "elect") return run_elect(o, out);
     if (o.mode == "run") return run_cli(o, out);
     if (o.mode == "section") return run_section(o, out, false);
     if (o.mode == "family") return run_section(o, out, true);
