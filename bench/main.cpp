@@ -37,14 +37,14 @@ const char* kUsage =
     "scenarios (comma list; default uncontended_latency,throughput,contention, the ones\n"
     "shared with peerbench): uncontended_latency readme_call throughput contention semaphore\n"
     "bad_minority "
-    "watchdog_scale floor_latency floor_throughput handoff_floor\n"
+    "watchdog_scale floor_latency floor_throughput handoff_floor election_failover\n"
     "options: --iters 2000 --warmup 200 --tput-workers 64 --tput-duration 4\n"
     "  --cont-workers 8 --cont-duration 5 --hold-ms 1 --cont-modes rotate,ffa --cont-wait-ms 2000\n"
     "  --permits 4 --sem-workers 16 --sem-wait-ms 10000\n"
     "  --sem-clients 0 (semaphore; 0: a Client per worker; also --cont-duration, "
     "--hold-ms)\n"
     "  --faulty 2 --delayed-ports P,P --held 10000 --hold-threads 1 --lease-ms 3000\n"
-    "  --window 6\n"
+    "  --window 6 --election-ttl-ms 1000 --election-rounds 10\n"
     "  --ttl 10000 --label TEXT --impl redlock-cpp --max-seconds 120\n"
     "  --alternate-floor 0 (1: uncontended_latency and throughput also run the floor's own\n"
     "  cycles, alternating with ours, for ratios of the same moments)\n"
@@ -116,13 +116,14 @@ int main(int argc, char** argv) {
   double max_seconds = 120;
   try {
     static const char* known[] = {
-        "ports",         "scenarios",     "iters",           "warmup",
-        "tput-workers",  "tput-duration", "cont-workers",    "cont-duration",
-        "hold-ms",       "cont-modes",    "cont-wait-ms",    "faulty",
-        "delayed-ports", "held",          "hold-threads",    "lease-ms",
-        "window",        "ttl",           "label",           "impl",
-        "max-seconds",   "tls-cacert",    "alternate-floor", "permits",
-        "sem-workers",   "sem-wait-ms",   "sem-clients"};
+        "ports",          "scenarios",     "iters",           "warmup",
+        "tput-workers",   "tput-duration", "cont-workers",    "cont-duration",
+        "hold-ms",        "cont-modes",    "cont-wait-ms",    "faulty",
+        "delayed-ports",  "held",          "hold-threads",    "lease-ms",
+        "window",         "ttl",           "label",           "impl",
+        "max-seconds",    "tls-cacert",    "alternate-floor", "permits",
+        "sem-workers",    "sem-wait-ms",   "sem-clients",     "election-ttl-ms",
+        "election-rounds"};
     for (const auto& [k, v] : args) {
       bool ok = false;
       for (const char* name : known) ok = ok || k == name;
@@ -153,6 +154,10 @@ int main(int argc, char** argv) {
     o.hold_threads = static_cast<int>(number(args, "hold-threads", o.hold_threads, 1, 64));
     o.lease_ms = static_cast<int>(number(args, "lease-ms", o.lease_ms, 300, 600000));
     o.window_s = number(args, "window", o.window_s, 0.1, 120);
+    o.election_ttl_ms =
+        static_cast<int>(number(args, "election-ttl-ms", o.election_ttl_ms, 100, 60000));
+    o.election_rounds =
+        static_cast<int>(number(args, "election-rounds", o.election_rounds, 1, 1000));
     o.ttl_ms = static_cast<int>(number(args, "ttl", o.ttl_ms, 100, 600000));
     o.alternate_floor = number(args, "alternate-floor", 0, 0, 1) != 0;
     max_seconds = number(args, "max-seconds", max_seconds, 1, 3600);
@@ -208,6 +213,8 @@ int main(int argc, char** argv) {
         floor_throughput(o);
       else if (s == "handoff_floor")
         handoff_floor(o);
+      else if (s == "election_failover")
+        election_failover(o);
       else
         throw std::invalid_argument("unknown scenario " + s);
     } catch (const std::exception& e) {

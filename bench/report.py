@@ -241,6 +241,34 @@ def semaphore_section(recs, env):
     return md
 
 
+def election_section(recs, env):
+    """BENCH_ONLY=election: an office's failover after its leader crashes (scenario
+    election_failover), per N."""
+    lines = sorted((r for r in recs if r.get("scenario") == "election_failover"),
+                   key=lambda r: r["nodes"])
+    md = ["An election's failover after its leader crashes (scenario `election_failover`): per "
+          "round the leader's Client is destroyed without resigning while two others campaign; "
+          "“failover” runs from the crash to the next leader's grant, “lease left” is what the "
+          "dead leader's own validity had left at the crash (a lower bound of its key's ttl on "
+          "the nodes), “overhead” the first minus the second; “handover” runs from a leader's "
+          "resignation to the waiting campaigner's grant; “observer lag” from a grant to the "
+          "moment an observer names the new term (negative: before the campaign returned).", ""]
+    rows = []
+    for r in lines:
+        rows.append([f"N = {r['nodes']}", r.get("ttl_ms"), r.get("rounds"),
+                     fmt(get(r, "failover_ms.p50")) + " / " + fmt(get(r, "failover_ms.max")),
+                     fmt(get(r, "ttl_left_ms.p50")),
+                     fmt(get(r, "overhead_ms.p50")) + " / " + fmt(get(r, "overhead_ms.max")),
+                     fmt(get(r, "handover_us.p50")) + " / " + fmt(get(r, "handover_us.p99")),
+                     fmt(get(r, "observer_lag_us.p50")) + " / " + fmt(get(r, "observer_lag_us.p99")),
+                     r.get("errors") or "–"])
+    md.append(table(["nodes", "lease ms", "crashes", "failover ms p50 / max", "lease left ms p50",
+                     "overhead ms p50 / max", "handover µs p50 / p99", "observer lag µs p50 / p99",
+                     "errors"], rows))
+    md.append("")
+    return md
+
+
 def watchdog_section(w, wd):
     """Part 5 (and BENCH_ONLY=million): held locks renewing themselves, CPU and memory per lock."""
     if not wd:
@@ -332,6 +360,8 @@ def main():
     peers = bool(env.get("peers"))
     if env.get("only") == "semaphore":
         md = semaphore_section(recs, env)
+    elif env.get("only") == "election":
+        md = election_section(recs, env)
     else:
         md = readme_section(recs, env) if env.get("only") != "million" else []
     w = md.append
@@ -342,7 +372,7 @@ def main():
       f"{' with local changes in lib/ or include/' if env.get('dirty') else ''}; machine CPU busy "
       f"{end.get('machine_cpu_busy_fraction', '?')} over {end.get('elapsed_s', '?')} s of measurements.")
     w("")
-    if env.get("only") in ("readme", "semaphore"):
+    if env.get("only") in ("readme", "semaphore", "election"):
         w(f"Only the table above was measured (`BENCH_ONLY={env['only']}`).")
         print("\n".join(md))
         return 0

@@ -48,6 +48,13 @@
 #                           under a minute. BENCH_SEM_CLIENTS=1: our workers share one Client
 #                           (default 0: a Client per worker, as the peer's have their own
 #                           connections)
+#   BENCH_ONLY=election     an election's failover after its leader crashes (redlock_scenarios
+#                           --scenarios election_failover) at N = 3 and 5 (BENCH_ELECTION_NODES):
+#                           per round a leader's Client is destroyed without resigning while two
+#                           others campaign; the time to the next leader, against what the dead
+#                           leader's lease had left; then a resignation's handover and the
+#                           observer's lag. BENCH_ELECTION_TTL_MS=1000, BENCH_ELECTION_ROUNDS=10:
+#                           about 15 s per N. No peer has an election over a quorum.
 #   BENCH_NODE_PEERS="node-redlock redlock-universal redis-semaphore"   the peers (bench.mjs --impl)
 #   BENCH_CONT_PEERS="node-redlock redlock-universal redis-semaphore"   the peers that also run
 #                           contention (latency and locks/s run for every peer)
@@ -85,6 +92,9 @@ PEER_CONT_SETTINGS=${BENCH_PEER_CONT_SETTINGS:-tuned}
 README_NODES="1 3 5"
 README_ROUNDS=2
 SEM_NODES=
+ELECTION_NODES=
+ELECTION_TTL_MS=${BENCH_ELECTION_TTL_MS:-1000}
+ELECTION_ROUNDS=${BENCH_ELECTION_ROUNDS:-10}
 SEM_ROUNDS=${BENCH_SEM_ROUNDS:-2}
 PERMITS=${BENCH_PERMITS:-4}
 SEM_WORKERS=${BENCH_SEM_WORKERS:-16}
@@ -108,7 +118,12 @@ case $ONLY in
     SEM_NODES=${BENCH_SEM_NODES:-3 5} CONT_DURATION=${BENCH_CONT_DURATION:-2}
     NODE_PEERS=${BENCH_NODE_PEERS:-redis-semaphore}
     ;;
-  *) echo "bench/run.sh: BENCH_ONLY must be readme, million or semaphore (or unset)" >&2; exit 2 ;;
+  # An election's failover after its leader crashes; no peer has one.
+  election)
+    LAT_NODES= TPUT_NODES= MAXN=5 SKIP="$SKIP readme peers contention minority watchdog chart "
+    ELECTION_NODES=${BENCH_ELECTION_NODES:-3 5}
+    ;;
+  *) echo "bench/run.sh: BENCH_ONLY must be readme, million, semaphore or election (or unset)" >&2; exit 2 ;;
 esac
 BUILD=$ROOT/build/bench
 PEERBENCH=${REDLOCK_PEERBENCH:-$ROOT/../shared/peerbench}
@@ -391,6 +406,14 @@ for n in $SEM_NODES; do
   done
 done
 LABEL=$PIN
+
+# ---- BENCH_ONLY=election: an office's failover after its leader crashes ----
+for n in $ELECTION_NODES; do
+  ours $((ELECTION_ROUNDS * (ELECTION_TTL_MS * 5 / 1000 + 3) + 20)) \
+    "election N=$n: failover after $ELECTION_ROUNDS leader crashes, lease $ELECTION_TTL_MS ms" "$n" \
+    --scenarios election_failover --election-ttl-ms "$ELECTION_TTL_MS" \
+    --election-rounds "$ELECTION_ROUNDS"
+done
 
 # ---- 1-3: per N ----
 for n in $LAT_NODES; do

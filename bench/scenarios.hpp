@@ -46,6 +46,9 @@ struct Options {
   int hold_threads = 1;  // callers of hold() side by side while the locks are taken
   int lease_ms = 3000;
   double window_s = 6;
+  // election failover: the office's lease and the number of crashes
+  int election_ttl_ms = 1000;
+  int election_rounds = 10;
 };
 
 // --tls-cacert FILE: every client of ours connects to the nodes as rediss:// (the ports are TLS
@@ -62,6 +65,9 @@ void contention(const Options& o);
 void semaphore(const Options& o);
 void bad_minority(const Options& o);
 void watchdog_scale(const Options& o);
+// An election's failover after its leader crashes, a resignation's handover, the observer's lag
+// (election.cpp).
+void election_failover(const Options& o);
 
 // The floor: the same round trips by hand with hiredis, no lock library (floor.cpp).
 void floor_latency(const Options& o);
