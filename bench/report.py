@@ -169,6 +169,25 @@ def readme_section(recs, env):
     return md
 
 
+def readme_tsv(recs):
+    """The chart's data of part 0 (bench/chart_readme.gp): per N, the p50 and then the p99 of the
+    floor, ours and each peer, each the mean of its rounds (NaN where it did not run)."""
+    rounds = sorted({round_of(r) for r in recs if round_of(r) is not None})
+    ns = sorted({r["nodes"] for r in recs if round_of(r) is not None and isinstance(r.get("nodes"), int)})
+    cols = [(CFAN, "uncontended_latency"), (OURS, "readme_call")]
+    cols += [(impl, "uncontended_latency") for impl in PEER_IMPLS]
+    rows = []
+    for n in ns:
+        row = [n]
+        for key in ("total_us.p50", "total_us.p99"):
+            for impl, scen in cols:
+                vals = [get(find(recs, impl, scen, n, rnd=k), key) for k in rounds]
+                vals = [v for v in vals if isinstance(v, (int, float))]
+                row.append(sum(vals) / len(vals) if vals else None)
+        rows.append(row)
+    return rows
+
+
 def sem_round_of(r):
     """The round of a line of BENCH_ONLY=semaphore (label "<pin> semaphore round K"), else None."""
     m = re.search(r"semaphore round (\d+)", str(r.get("label") or ""))
@@ -372,6 +391,11 @@ def main():
       f"{' with local changes in lib/ or include/' if env.get('dirty') else ''}; machine CPU busy "
       f"{end.get('machine_cpu_busy_fraction', '?')} over {end.get('elapsed_s', '?')} s of measurements.")
     w("")
+    if out_dir:
+        write_tsv(out_dir, "readme.tsv", readme_tsv(recs))
+        with open(os.path.join(out_dir, "chart-title.txt"), "w", encoding="utf-8") as f:
+            f.write(f"redlock-cpp, {env.get('date', '?')[:10]}, placement {env.get('pin', '?')}"
+                    + ("" if peers else " (no peer)"))
     if env.get("only") in ("readme", "semaphore", "election"):
         w(f"Only the table above was measured (`BENCH_ONLY={env['only']}`).")
         print("\n".join(md))
@@ -703,18 +727,17 @@ def main():
     print("\n".join(md))
 
     if out_dir:
-        def tsv(name, rows_):
-            with open(os.path.join(out_dir, name), "w", encoding="utf-8") as f:
-                for row in rows_:
-                    f.write("\t".join("NaN" if v is None else (f'"{v}"' if isinstance(v, str) else str(v)) for v in row) + "\n")
-        tsv("latency.tsv", lat_tsv)
-        tsv("throughput.tsv", tput_tsv)
-        tsv("contention.tsv", cont_tsv)
-        tsv("minority.tsv", bad_tsv)
-        with open(os.path.join(out_dir, "chart-title.txt"), "w", encoding="utf-8") as f:
-            f.write(f"redlock-cpp, {env.get('date', '?')[:10]}, placement {env.get('pin', '?')}"
-                    + ("" if peers else " (no peer)"))
+        write_tsv(out_dir, "latency.tsv", lat_tsv)
+        write_tsv(out_dir, "throughput.tsv", tput_tsv)
+        write_tsv(out_dir, "contention.tsv", cont_tsv)
+        write_tsv(out_dir, "minority.tsv", bad_tsv)
     return 0
+
+
+def write_tsv(out_dir, name, rows):
+    with open(os.path.join(out_dir, name), "w", encoding="utf-8") as f:
+        for row in rows:
+            f.write("\t".join("NaN" if v is None else (f'"{v}"' if isinstance(v, str) else str(v)) for v in row) + "\n")
 
 
 if __name__ == "__main__":

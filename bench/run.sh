@@ -541,6 +541,11 @@ elif command -v gnuplot >/dev/null; then
 else
   log "no gnuplot: chart left out (apt-get install gnuplot-nox)"
 fi
+# The README's call against the floor and the peers, whenever part 0 ran (BENCH_ONLY=readme too).
+if [[ -s $OUT/readme.tsv ]] && command -v gnuplot >/dev/null; then
+  gnuplot -e "dir='$OUT'" bench/chart_readme.gp 2>>"$ERR" || log "gnuplot failed (see $ERR)"
+fi
 cat "$OUT/summary.md"
+[[ -f $OUT/chart-readme.png ]] && echo && echo "chart of the README's call: $OUT/chart-readme.png"
 [[ -f $OUT/chart.png ]] && echo && echo "chart: $OUT/chart.png"
 echo "raw: $RAW"
