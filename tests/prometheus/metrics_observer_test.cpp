@@ -142,6 +142,33 @@ TEST(MetricsObserver, CountsAcquiresOfPermitsByResult) {
   EXPECT_TRUE(has_line(text, "redlock_acquire_duration_seconds_count{result=\"ok\"} 2"));
 }
 
+// Acquires of a reader's share of a read-write lock are counted by result beside every acquire;
+// a writer's acquire (a mutex's) is not among them; the usual results are series from the start.
+TEST(MetricsObserver, CountsSharedAcquiresByResult) {
+  auto registry = std::make_shared<::prometheus::Registry>();
+  MetricsObserver observer(registry);
+  std::vector<std::string> resources{"books"};
+  auto votes = three_votes(Vote::yes, Vote::yes, Vote::no);
+  OperationEvent e;
+  e.resources = &resources;
+  e.votes = &votes;
+  observer.on_operation(e);  // a writer's acquire: a mutex's, not a reader's
+  e.shared = true;
+  observer.on_operation(e);
+  observer.on_operation(e);
+  e.error = make_error_code(Errc::not_acquired);
+  observer.on_operation(e);
+  e.operation = Operation::release;  // counted by the releases' counter alone
+  e.error = {};
+  observer.on_operation(e);
+  auto text = exposition(*registry);
+  EXPECT_TRUE(has_line(text, "redlock_shared_acquires_total{result=\"ok\"} 2")) << text;
+  EXPECT_TRUE(has_line(text, "redlock_shared_acquires_total{result=\"not_acquired\"} 1"));
+  EXPECT_TRUE(has_line(text, "redlock_shared_acquires_total{result=\"no_quorum\"} 0"));
+  EXPECT_TRUE(has_line(text, "redlock_acquire_duration_seconds_count{result=\"ok\"} 3"));
+  EXPECT_TRUE(has_line(text, "redlock_releases_total{result=\"ok\"} 1"));
+}
+
 // Campaigns for an office are counted by result, and the latest term won is a gauge; reads of
 // a leader count nowhere.
 TEST(MetricsObserver, CountsCampaignsByResultAndShowsTheLatestTerm) {
