@@ -121,6 +121,7 @@ const std::vector<Scenario>& all_scenarios() {
     add_network_scenarios(v);
     add_clock_scenarios(v);
     add_permit_scenarios(v);
+    add_rwlock_scenarios(v);
     return v;
   }();
   return list;

@@ -22,6 +22,9 @@ void add_clock_scenarios(std::vector<Scenario>& out);
 // The counting semaphore (permits of k) under crashes, pauses, partitions and crashed holders
 // (scenarios_permits.cpp).
 void add_permit_scenarios(std::vector<Scenario>& out);
+// The read-write lock (readers and writers of one key) under pauses, crashes and an empty
+// restart (scenarios_rwlock.cpp).
+void add_rwlock_scenarios(std::vector<Scenario>& out);
 
 // --- shared by the scenario files ----------------------------------------------------------
 

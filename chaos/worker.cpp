@@ -21,6 +21,13 @@
 // the slot (COUNTER:slot<S>): each slot is a mutex, and a lost update there is still a second
 // holder of one slot.
 //
+// --shared (explicit, held, run, control): a reader of the resource's read-write lock instead of
+// a writer (AcquireRequest::shared, `redlock run --shared`; docs/guide-rwlock.md). Readers share,
+// so a reader never writes the counter: it reads it when its section begins and again before it
+// ends, and records both (`read`, `reread`). A writer (the same resource without --shared, the
+// mutex) that wrote inside a reader's section shows as the two differing. Each section records
+// `shared`.
+//
 // The worker never ignores SIGPIPE: if the library let a socket raise it, the process dies of
 // it and the runner reports that. SIGTERM ends the loop cleanly (the section in progress is
 // finished and released).
@@ -76,6 +83,7 @@ struct Options {
   bool fencing = false;         // ask for fencing tokens; the storage checks them
   bool extend = false;          // explicit: extend every ttl/3 while holding
   int permits = 0;              // a permit of a semaphore of this many; 0: the mutex
+  bool shared = false;          // a reader of the resource's read-write lock (--shared)
   long duration = 10000;
   long max_sections = 0;
   long request_timeout = 150;
@@ -100,7 +108,7 @@ struct Options {
                "  [--request-timeout MS]\n"
                "  [--connect-timeout MS] [--retry-delay MS] [--retry-jitter MS]\n"
                "  [--retry-count N] [--reconnect-min MS] [--reconnect-max MS] [--drift F]\n"
-               "  [--counter KEY] [--redlock PATH] [--restart-guard MS] [--permits K]\n",
+               "  [--counter KEY] [--redlock PATH] [--restart-guard MS] [--permits K] [--shared]\n",
                why.c_str());
   std::exit(2);
 }
@@ -175,6 +183,8 @@ Options parse(int argc, char** argv) {
       o.redlock_cli = value();
     else if (a == "--permits")
       o.permits = static_cast<int>(number());
+    else if (a == "--shared")
+      o.shared = true;
     else
       usage("unknown option " + a);
   }
@@ -185,6 +195,8 @@ Options parse(int argc, char** argv) {
   if (o.mode == "run" && o.redlock_cli.empty()) usage("--redlock is required in run mode");
   if (o.permits < 0) usage("--permits must be at least 1");
   if (o.permits > 0 && o.mode == "mutex") usage("--permits: redlock::Mutex takes no permits");
+  if (o.shared && o.permits > 0) usage("--shared: a reader is not a permit (no --permits)");
+  if (o.shared && o.mode == "mutex") usage("--shared: not in mutex mode");
   return o;
 }
 
@@ -324,8 +336,9 @@ struct SectionState {
   bool lost = false;      // validity ended (or the lock was lost) before the holder was done
   int extends = 0;
   int extend_failures = 0;
-  int slot = -1;        // the permit's slot (--permits); -1: the mutex
-  std::string counter;  // the counter its read-modify-write goes to
+  int slot = -1;          // the permit's slot (--permits); -1: the mutex
+  long long reread = -1;  // --shared: the counter read again before the section ends
+  std::string counter;    // the counter its read-modify-write goes to
 };
 
 // The counter a section updates: the shared one under the mutex, its slot's with --permits.
@@ -362,6 +375,7 @@ Record section_record(const Options& o, const SectionState& s, std::int64_t end,
   if (s.extends || s.extend_failures)
     r.add("extends", s.extends).add("extend_failures", s.extend_failures);
   if (o.permits > 0) r.add("permits", o.permits).add("slot", s.slot).add("counter", s.counter);
+  if (o.shared) r.add("shared", 1).add("reread", s.reread);
   return r;
 }
 
@@ -400,7 +414,13 @@ void hold_section(const Options& o, Storage& storage, SectionState& s, std::mt19
     auto left = (until - raw_now_ns()) / 1'000'000;
     std::this_thread::sleep_for(Milliseconds(std::clamp<std::int64_t>(left, 0, 10)));
   }
-  if (!s.lost && valid() && s.read >= 0) write_counter(o, storage, s);
+  if (o.shared) {
+    // A reader writes nothing: it reads again, and no writer may have written meanwhile.
+    if (!s.lost && valid())
+      if (auto v = storage.get(s.counter)) s.reread = *v;
+  } else if (!s.lost && valid() && s.read >= 0) {
+    write_counter(o, storage, s);
+  }
   if (!valid()) s.lost = true;
   if (o.until_deadline && !s.lost) {
     // Hold on to the end of the promised window: the next holder must not get in before it.
@@ -446,6 +466,7 @@ int run_explicit(const Options& o, Output& out) {
     redlock::AcquireRequest req({o.resource}, Milliseconds(o.ttl), Milliseconds(o.wait));
     req.fencing = o.fencing;
     req.permits = static_cast<unsigned>(o.permits);
+    req.shared = o.shared;
     auto r = client.acquire(std::move(req));
     if (!r) {
       counts.add("fail." + errc_name(r.error));
@@ -497,6 +518,7 @@ int run_held(const Options& o, Output& out) {
     req.wait = Milliseconds(o.wait);
     req.fencing = o.fencing;
     req.permits = static_cast<unsigned>(o.permits);
+    req.shared = o.shared;
     auto h = client.hold(std::move(req));
     if (!h) {
       counts.add("fail." + errc_name(h.error));
@@ -595,6 +617,8 @@ int run_section(const Options& o, Output& out, bool family) {
   }
   // With --permits: `redlock run --permits` names the slot in REDLOCK_PERMIT.
   const char* permit = std::getenv("REDLOCK_PERMIT");
+  // With --shared: `redlock run --shared` says so in REDLOCK_SHARED; the section is a reader's.
+  if (const char* shared = std::getenv("REDLOCK_SHARED")) me.shared = std::string(shared) == "1";
   auto s = begin_section(o, permit ? std::atoi(permit) : -1);
   s.token = token ? token : "";
   if (const char* fence = std::getenv("REDLOCK_FENCING_TOKEN"))
@@ -666,6 +690,9 @@ int run_cli(const Options& o, Output& out) {
       args.push_back("--permits");
       args.push_back(std::to_string(o.permits));
     }
+    // A reader: `redlock run --shared` (an option of run, before the resource); its command
+    // learns it from REDLOCK_SHARED.
+    if (o.shared) args.insert(std::find(args.begin(), args.end(), "run") + 1, "--shared");
     pid_t pid = ::fork();
     if (pid < 0) {
       std::this_thread::sleep_for(50ms);
@@ -749,6 +776,8 @@ int run_cli(const Options& o, Output& out) {
 //                        (with --permits: "ok VALIDITY_LEFT_MS TOKEN fence F slot S VOTES")
 //   hold WAIT [fenced]   hold (renewed)    -> as acquire
 //   read                 GET the counter    -> "read V"
+//   reread               GET the counter again, recorded as the section's `reread` (--shared)
+//                        -> "reread V"
 //   write                SET counter V + 1, valid or not (a stale write); through the
 //                        storage's fencing check when the grant has a token
 //                        -> "wrote" | "rejected" (by the fencing check)
@@ -795,6 +824,7 @@ int run_control(const Options& o, Output& out) {
                                     Milliseconds(std::stol(w[2])));
         req.fencing = fenced;
         req.permits = static_cast<unsigned>(o.permits);
+        req.shared = o.shared;
         auto r = client.acquire(std::move(req));
         attempts = r.attempts;
         if (r) lock = r.lock;
@@ -804,6 +834,7 @@ int run_control(const Options& o, Output& out) {
         req.wait = Milliseconds(std::stol(w[1]));
         req.fencing = fenced;
         req.permits = static_cast<unsigned>(o.permits);
+        req.shared = o.shared;
         auto h = client.hold(std::move(req));
         attempts = h.attempts;
         if (h) held = std::move(h.lock);
@@ -833,6 +864,10 @@ int run_control(const Options& o, Output& out) {
       auto v = storage.get(s.counter);
       s.read = v ? *v : -1;
       answer("read " + std::to_string(s.read));
+    } else if (cmd == "reread") {
+      auto v = storage.get(s.counter);
+      s.reread = v ? *v : -1;
+      answer("reread " + std::to_string(s.reread));
     } else if (cmd == "write" || cmd == "write_if_valid") {
       if (cmd == "write_if_valid" && !valid()) {
         s.lost = true;
