@@ -7,6 +7,7 @@
 #   bash tools/bench.sh [OUTDIR]            the whole suite, five to seven minutes
 #   BENCH_ONLY=readme bash tools/bench.sh   only the first table (the README's call), a minute
 #   BENCH_ONLY=semaphore bash tools/bench.sh   a counting semaphore against redis-semaphore's
+#   BENCH_ONLY=rwlock bash tools/bench.sh   the read-write lock: its cycles, 8 readers + 1 writer
 #   bash tools/bench.sh --micro [ARGS...]   the Google Benchmark micro-benchmarks (redlock_bench)
 #   bash tools/bench.sh --compare [BEFORE_REF] [AFTER_REF] [OUTDIR]   two commits side by side
 #                                           (bench/compare.sh)
