@@ -488,6 +488,7 @@ std::optional<AcquireResult> Lane::acquire(AcquireRequest& request, Milliseconds
     e.latency = std::chrono::duration_cast<microseconds>(Clock::now() - began);
     e.attempts = r.attempts;
     e.permits = machine.permits();
+    e.shared = machine.shared();
     e.permit = r ? r.lock.permit : -1;
     o.on_operation(e);
   });
