@@ -111,15 +111,18 @@ TEST_F(CliShared, SharedWithPermitsIsAUsageError) {
 }
 
 // Two readers hold at once: each waits, inside its command, until it sees the other inside. A
-// writer started while they hold waits for both and then runs alone; it sees no reader inside.
-TEST_F(CliShared, ReadersOverlapAndAWriterWaitsForThemThenRunsAlone) {
+// writer started while they hold waits for both and then runs alone; it sees no reader inside. A
+// third reader that comes while the writer waits stands behind it (a waiting writer holds new
+// readers back) and runs after it; `show` prints the two readers and the line, the reader
+// marked (r).
+TEST_F(CliShared, ReadersOverlapAWaitingWriterHoldsNewReadersBackAndRunsAlone) {
   const std::string dir = scratch();
   // Inside: a file of its own; wait (up to 10 s) for two; stay a moment; leave. Exit 0 only when
   // it saw the other reader inside with it.
   const std::string reader =
       "touch \"$0/in.$$\"; i=0; while [ $(ls \"$0\" | grep -c '^in\\.') -lt 2 ]; do "
       "i=$((i+1)); [ $i -gt 200 ] && { rm -f \"$0/in.$$\"; exit 9; }; sleep 0.05; done; "
-      "echo \"shared=$REDLOCK_SHARED\"; sleep 1; rm -f \"$0/in.$$\"";
+      "echo \"shared=$REDLOCK_SHARED\"; sleep 2; rm -f \"$0/in.$$\"";
   std::vector<std::string> argv = {REDLOCK_CLI_PATH,
                                    "--nodes",
                                    nodes,
@@ -146,17 +149,33 @@ TEST_F(CliShared, ReadersOverlapAndAWriterWaitsForThemThenRunsAlone) {
   EXPECT_TRUE(has(show.out, "2 reader(s) on a quorum")) << show.out;
   // The writer: the plain run of the same key, waiting. No reader may be inside while it runs.
   auto t0 = std::chrono::steady_clock::now();
-  auto writer = cli(with_nodes({"run", "--wait", "20s", "rw", "sh", "-c",
-                                "ls \"$0\" | grep -q '^in\\.' && exit 7; echo writer alone", dir}));
+  Process writer({REDLOCK_CLI_PATH, "--nodes", nodes, "--no-persistence-warning", "run", "--wait",
+                  "20s", "rw", "sh", "-c",
+                  "ls \"$0\" | grep -q '^in\\.' && exit 7; touch \"$0/wrote\"; echo writer alone",
+                  dir});
+  auto line_of = [&] {
+    auto r = cli(with_nodes({"show", "rw"}));
+    auto at = r.out.find("line:");
+    return at == std::string::npos ? std::string() : r.out.substr(at, r.out.find('\n', at) - at);
+  };
+  ASSERT_TRUE(eventually([&] { return !line_of().empty(); }, 5s)) << "the writer stands in line";
+  // A third reader, after the writer: it waits behind it, and runs once the writer has written.
+  Process third({REDLOCK_CLI_PATH, "--nodes", nodes, "--no-persistence-warning", "run", "--shared",
+                 "--wait", "20s", "rw", "sh", "-c",
+                 "[ -e \"$0/wrote\" ] && echo after the writer || echo before the writer", dir});
+  EXPECT_TRUE(eventually([&] { return has(line_of(), "(r)"); }, 5s)) << line_of();
+  auto w = writer.wait(20s);
   auto waited = std::chrono::steady_clock::now() - t0;
-  EXPECT_EQ(writer.exit_code, 0) << writer.err << writer.out;
-  EXPECT_EQ(writer.out, "writer alone\n");
+  EXPECT_EQ(w.exit_code, 0) << w.err << w.out;
+  EXPECT_EQ(w.out, "writer alone\n");
   EXPECT_GT(waited, 300ms) << "the writer ran while the readers held";
-  auto a = first.wait(15s), b = second.wait(15s);
+  auto a = first.wait(15s), b = second.wait(15s), c = third.wait(15s);
   EXPECT_EQ(a.exit_code, 0) << a.err;
   EXPECT_EQ(b.exit_code, 0) << b.err;
   EXPECT_EQ(a.out, "shared=1\n");
   EXPECT_EQ(b.out, "shared=1\n");
+  EXPECT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_EQ(c.out, "after the writer\n") << "a reader that came after a waiting writer";
   EXPECT_TRUE(eventually([&] { return cluster.count_existing("redlock:rw") == 0; }, 5s));
 }
 

@@ -20,6 +20,19 @@ std::string digest(const std::string& text) { return redlock::detail::token_dige
 // aux(L, 'readers'): a read-write lock's readers (docs/guide-rwlock.md).
 constexpr std::string_view kReadersKind = "readers";
 
+// A reader's ticket in the line: "<its client's channel>#r<n>@<ms>" (acquire.lua); a writer's
+// has no 'r'.
+bool is_reader_ticket(const std::string& ticket) {
+  auto at = ticket.rfind('@');
+  auto r = ticket.rfind("#r", at);
+  if (at == std::string::npos || r == std::string::npos || at <= r + 2 || at + 1 >= ticket.size())
+    return false;
+  auto digits = [](const std::string& t) {
+    return t.find_first_not_of("0123456789") == std::string::npos;
+  };
+  return digits(ticket.substr(r + 2, at - r - 2)) && digits(ticket.substr(at + 1));
+}
+
 // The auxiliary key of `kind`: keys.hpp's name, or a legacy one of older scripts (the lock key,
 // NUL, kind; or "<key>:<kind>") when only that one exists. Returns the key and its type ("none"
 // when none exists).
@@ -59,8 +72,10 @@ void read_node(NodeConnection& conn, const std::string& lock_key, NodeView& v) {
   auto [queue, queue_type] = aux(conn, lock_key, redlock::detail::kQueue, v);
   if (queue_type == "zset") {
     auto r = must(conn, {"ZRANGE", queue, "0", "-1", "WITHSCORES"});
-    for (std::size_t i = 0; i + 1 < r->elements; i += 2)
-      v.line.push_back({digest(reply_text(r->element[i])), reply_text(r->element[i + 1])});
+    for (std::size_t i = 0; i + 1 < r->elements; i += 2) {
+      const std::string ticket = reply_text(r->element[i]);
+      v.line.push_back({digest(ticket), reply_text(r->element[i + 1]), is_reader_ticket(ticket)});
+    }
   } else if (queue_type != "none") {
     v.notes.push_back("the line's key holds a " + queue_type + ", not a sorted set");
   }
@@ -289,7 +304,8 @@ bool print_views(const std::string& resource, const std::string& lock_key,
       o += ",\"line\":[";
       for (std::size_t j = 0; j < v.line.size(); ++j)
         o += (j ? "," : "") + std::string("{\"name\":") + json_string(v.line[j].name) +
-             ",\"place\":" + json_string(v.line[j].place) + "}";
+             ",\"place\":" + json_string(v.line[j].place) +
+             (v.line[j].reader ? ",\"reader\":true}" : "}");
       o += "],\"turns\":[";
       for (std::size_t j = 0; j < v.turns.size(); ++j)
         o += (j ? "," : "") + std::string("{\"name\":") + json_string(v.turns[j].name) +
@@ -352,7 +368,7 @@ bool print_views(const std::string& resource, const std::string& lock_key,
       std::printf("    reader: %s, %lld ms left\n", r.name.c_str(), r.left_ms);
     if (!v.line.empty()) {
       std::printf("    line:");
-      for (const auto& w : v.line) std::printf(" %s", w.name.c_str());
+      for (const auto& w : v.line) std::printf(" %s%s", w.name.c_str(), w.reader ? "(r)" : "");
       std::printf("\n");
     }
     for (const auto& t : v.turns)

@@ -17,6 +17,7 @@ namespace redlock::cli {
 struct Waiter {
   std::string name;  // the name its turn is announced under (16 hex digits of a digest)
   std::string place;
+  bool reader = false;  // a reader of a read-write lock (its ticket ends "#r<n>@<ms>")
 };
 
 struct Turn {
