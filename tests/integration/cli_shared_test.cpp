@@ -196,6 +196,30 @@ TEST_F(CliShared, AReaderWaitsForAWriter) {
   EXPECT_EQ(writer.wait(10s).exit_code, 0);
 }
 
+// A reader's share that is lost (its entry gone from every node) ends the command as a lost
+// lock does (exit 4); a signal to a reader's run goes to its command, as to any run's.
+TEST_F(CliShared, ALostShareExitsFourAndSignalsReachTheCommand) {
+  Process lost({REDLOCK_CLI_PATH, "--nodes", nodes, "--no-persistence-warning", "--ttl", "900",
+                "run", "--shared", "lose", "sleep", "10"});
+  ASSERT_TRUE(eventually(
+      [&] { return cluster.count_holding("redlock:lose", kMarker) == cluster.size(); }, 5s));
+  for (std::size_t i = 0; i < cluster.size(); ++i)
+    cluster[i].command({"DEL", detail::aux_key("redlock:lose", "readers"), "redlock:lose"});
+  auto r = lost.wait(10s);
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  EXPECT_TRUE(has(r.err, "read lock on 'lose' lost")) << r.err;
+
+  Process term({REDLOCK_CLI_PATH, "--nodes", nodes, "--no-persistence-warning", "run", "--shared",
+                "sig", "sleep", "10"});
+  ASSERT_TRUE(eventually(
+      [&] { return cluster.count_holding("redlock:sig", kMarker) == cluster.size(); }, 5s));
+  term.signal(SIGTERM);
+  auto t = term.wait(10s);
+  EXPECT_EQ(t.exit_code, 128 + SIGTERM) << t.err;
+  EXPECT_TRUE(eventually([&] { return cluster.count_existing("redlock:sig") == 0; }, 5s))
+      << "released once the command ended";
+}
+
 // A reader's token: acquire --shared prints it; extend and release --shared act on that share.
 TEST_F(CliShared, AcquireExtendAndReleaseASharedToken) {
   auto a = cli(with_nodes({"acquire", "--shared", "tok"}));
