@@ -40,9 +40,9 @@ int do_acquire(const Globals& g, redlock::Client& client, const std::string& key
              : "'" + key + "' not released (" + rel.message() + "): it expires with its ttl"));
     return kUsage;
   }
-  diag(g, "acquired '" + key + "' (key " + client.key_of(key) + ") for " +
-              std::to_string(r.lock.ttl.count()) + " ms, valid for " +
-              std::to_string(r.lock.validity_left().count()) + " ms after " +
+  diag(g, std::string(shared ? "acquired a reader's share of '" : "acquired '") + key + "' (key " +
+              client.key_of(key) + ") for " + std::to_string(r.lock.ttl.count()) +
+              " ms, valid for " + std::to_string(r.lock.validity_left().count()) + " ms after " +
               std::to_string(r.attempts) + " attempt(s); votes " + r.votes.to_string());
   return kOk;
 }
