@@ -136,6 +136,13 @@ Config held_config(const RedisCluster& cluster, Milliseconds lease = 900ms) {
   return c;
 }
 
+// Waiters whose fallback (the retry delay) is far longer than any wait below.
+Config no_polling_config(const RedisCluster& cluster) {
+  Config c = held_config(cluster, 20'000ms);
+  c.retry_delay = 20'000ms;
+  return c;
+}
+
 std::size_t in_line(RedisCluster& cluster, std::size_t node) {
   auto n = cluster[node].command({"ZCARD", detail::aux_key("redlock:doc", "queue")});
   return n.empty() || n[0] < '0' || n[0] > '9' ? 0 : std::stoul(n);
@@ -201,7 +208,7 @@ TEST(SharedMutex, AWriterExcludesReadersAndWriters) {
 // waited are woken together (by the line's turns, not by a timer: the fallback is far longer).
 TEST(SharedMutex, AWaitingWriterHoldsNewReadersBackThenTheWaitingReadersAreServedTogether) {
   RedisCluster cluster(3);
-  Client c(held_config(cluster, 20'000ms));
+  Client c(no_polling_config(cluster));
   ASSERT_TRUE(eventually([&] { return test::connected_to_all(c); }, 5s));
   SharedMutex m(c, "doc");
   std::promise<void> first_in;
@@ -212,16 +219,17 @@ TEST(SharedMutex, AWaitingWriterHoldsNewReadersBackThenTheWaitingReadersAreServe
     first_out.get_future().wait();
   });
   first_in.get_future().wait();
-  std::atomic<bool> writer_in{false}, writer_done{false};
+  std::atomic<bool> writer_in{false}, writer_holds{false};
   std::promise<void> writer_out;
   Clock::time_point writer_at{};
   std::thread writer([&] {
     std::unique_lock<SharedMutex> guard(m);
     writer_at = Clock::now();
+    writer_holds = true;
     writer_in = true;
     writer_out.get_future().wait();
+    writer_holds = false;  // before its release begins: no reader may be granted before this
     guard.unlock();
-    writer_done = true;
   });
   ASSERT_TRUE(eventually([&] { return in_line(cluster, 0) == 1 && in_line(cluster, 1) == 1; }, 3s));
   // A new reader is held back by the waiting writer.
@@ -235,7 +243,7 @@ TEST(SharedMutex, AWaitingWriterHoldsNewReadersBackThenTheWaitingReadersAreServe
     readers.emplace_back([&, i] {
       std::shared_lock<SharedMutex> guard(m);
       reader_at[i] = Clock::now();
-      EXPECT_TRUE(writer_done.load()) << "a reader beside the writer";
+      EXPECT_TRUE(writer_in.load() && !writer_holds.load()) << "a reader beside the writer";
       ++readers_in;
       out.wait();
     });
@@ -259,7 +267,7 @@ TEST(SharedMutex, AWaitingWriterHoldsNewReadersBackThenTheWaitingReadersAreServe
 // Writers cannot starve readers: a reader in line before the next writer is served before it.
 TEST(SharedMutex, AReaderInLineBeforeTheNextWriterIsServedFirst) {
   RedisCluster cluster(3);
-  Client c(held_config(cluster, 20'000ms));
+  Client c(no_polling_config(cluster));
   ASSERT_TRUE(eventually([&] { return test::connected_to_all(c); }, 5s));
   SharedMutex m(c, "doc");
   m.lock();
