@@ -431,5 +431,24 @@ TEST(SharedMutex, AHostileReadersKeyIsAnErrorNeverAGrant) {
   for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(cluster[i].command({"GET", readers_key()}), "x");
 }
 
+// A writer left in the line by a client that is gone (nobody listens on its channel) holds no
+// reader back: the reader passes it, and takes it out of the line.
+TEST(ReadWriteLock, AGoneWritersPlaceInLineHoldsNoReaderBack) {
+  RedisCluster cluster(3);
+  Client c(test::fast_config(cluster));
+  ASSERT_TRUE(eventually([&] { return test::connected_to_all(c); }, 5s));
+  const auto queue = detail::aux_key("redlock:doc", "queue");
+  for (std::size_t i = 0; i < 3; ++i)
+    cluster[i].command({"ZADD", queue, "1", "redlock:turn:gone#5@100"});
+  auto r = c.acquire(reader());
+  ASSERT_TRUE(r) << r.message();
+  for (std::size_t i = 0; i < 3; ++i)
+    EXPECT_TRUE(eventually([&] {
+      return cluster[i].command({"ZCARD", queue}) == "0";
+    })) << "node "
+        << i;
+  EXPECT_TRUE(c.release(r.lock));
+}
+
 }  // namespace
 }  // namespace redlock
