@@ -450,5 +450,28 @@ TEST(ReadWriteLock, AGoneWritersPlaceInLineHoldsNoReaderBack) {
   EXPECT_TRUE(c.release(r.lock));
 }
 
+// A node out of memory refuses a reader: the grant's first write is its ZADD, so nothing of it
+// is written there (no marker, no entry), and a majority out of memory is no quorum.
+TEST(ReadWriteLock, OutOfMemoryOnAMajorityRefusesAReaderAndWritesNothing) {
+  RedisCluster cluster(3);
+  for (std::size_t i : {0u, 1u}) {
+    cluster[i].command({"CONFIG", "SET", "maxmemory-policy", "noeviction"});
+    cluster[i].command({"CONFIG", "SET", "maxmemory", "1"});
+  }
+  auto config = test::fast_config(cluster);
+  config.retry_count = 0;
+  Client c(config);
+  ASSERT_TRUE(eventually([&] { return test::connected_to_all(c); }, 5s));
+  auto fenced = reader();
+  fenced.fencing = true;
+  auto r = c.acquire(fenced);
+  EXPECT_EQ(r.error, Errc::no_quorum) << r.message();
+  for (std::size_t i : {0u, 1u}) {
+    EXPECT_EQ(r.votes.nodes[i].error, Errc::redis_oom) << r.message();
+    EXPECT_EQ(cluster[i].command({"EXISTS", "redlock:doc", readers_key()}), "0") << "node " << i;
+  }
+  EXPECT_TRUE(eventually([&] { return cluster.count_existing("redlock:doc") == 0u; }));
+}
+
 }  // namespace
 }  // namespace redlock
