@@ -18,7 +18,8 @@ using namespace std::chrono_literals;
 using Steady = std::chrono::steady_clock;
 
 // Looping readers and writers on one resource: readers explicit (one fenced), held (renewed,
-// fenced) and, with `run_lane`, `redlock run --shared`; writers explicit (fenced) and held.
+// fenced), a SharedMutex's lock_shared and, with `run_lane`, `redlock run --shared`; writers
+// explicit (fenced), held, and a SharedMutex's lock (fenced).
 void spawn_readers_writers(Run& run, long duration_ms, long ttl_ms, bool run_lane) {
   WorkerSpec s;
   s.ttl = ttl_ms;
@@ -32,6 +33,9 @@ void spawn_readers_writers(Run& run, long duration_ms, long ttl_ms, bool run_lan
   run.spawn("reader2", s);
   s.mode = "held";
   run.spawn("reader_held", s);
+  s.mode = "shared_mutex";
+  s.extra_args = reader;
+  run.spawn("reader_sm", s);
   if (run_lane) {
     s.mode = "run";
     s.extra_args = reader;
@@ -43,6 +47,9 @@ void spawn_readers_writers(Run& run, long duration_ms, long ttl_ms, bool run_lan
   s.mode = "held";
   s.extra_args = {};
   run.spawn("writer_held", s);
+  s.mode = "shared_mutex";
+  s.extra_args = fenced;
+  run.spawn("writer_sm", s);
 }
 
 // (a) Four readers and two writers; two random nodes SIGSTOPped for 700 ms, again and again:
@@ -132,15 +139,16 @@ void add_rwlock_scenarios(std::vector<Scenario>& out) {
                  Expect::safe,
                  true,
                  {},
-                 "read-write lock, four readers (one through redlock run --shared) and two "
-                 "writers; two random nodes SIGSTOPped for 700 ms, again and again: no reader "
+                 "read-write lock, five readers (one through redlock run --shared, one a "
+                 "SharedMutex) and three writers; two random nodes SIGSTOPped for 700 ms, again "
+                 "and again: no reader "
                  "beside a writer, no write inside a reader's section",
                  rwlock_pause_minority});
   out.push_back({"rwlock_crash_restart",
                  Expect::safe,
                  false,
                  {Tool::fsync_nodes},
-                 "read-write lock, three readers and two writers; one or two nodes at a time "
+                 "read-write lock, four readers and three writers; one or two nodes at a time "
                  "crash and restart with appendfsync always: no reader beside a writer",
                  rwlock_crash_restart});
   out.push_back({"rwlock_empty_restart",

@@ -9,6 +9,8 @@
 //   explicit  Client::acquire / extend / release with a fixed ttl
 //   held      Client::hold: renewed by the watchdog (lease --ttl), HeldLock::release
 //   mutex     redlock::Mutex::try_lock_for / unlock, renewed
+//   shared_mutex  redlock::SharedMutex: try_lock_shared_for / unlock_shared with --shared (a
+//             reader), try_lock_for / unlock without (a writer), renewed
 //   run       runs `redlock run RESOURCE -- <this program> --mode section ...` again and again
 //   section   one critical section, as the command of `redlock run` (no Client of its own)
 //   family    as section, but forks a grandchild that holds too: `redlock run` must end both
@@ -54,6 +56,7 @@
 
 #include "record.hpp"
 #include "redlock/redlock.hpp"
+#include "redlock/shared_mutex.hpp"
 
 namespace {
 
@@ -196,7 +199,8 @@ Options parse(int argc, char** argv) {
   if (o.permits < 0) usage("--permits must be at least 1");
   if (o.permits > 0 && o.mode == "mutex") usage("--permits: redlock::Mutex takes no permits");
   if (o.shared && o.permits > 0) usage("--shared: a reader is not a permit (no --permits)");
-  if (o.shared && o.mode == "mutex") usage("--shared: not in mutex mode");
+  if (o.shared && o.mode == "mutex") usage("--shared: not in mutex mode (shared_mutex is)");
+  if (o.permits > 0 && o.mode == "shared_mutex") usage("--permits: not in shared_mutex mode");
   return o;
 }
 
@@ -592,6 +596,55 @@ int run_mutex(const Options& o, Output& out) {
   return 0;
 }
 
+// A redlock::SharedMutex of the resource: a reader with --shared, else a writer.
+int run_shared_mutex(const Options& o, Output& out) {
+  redlock::Client client(make_config(o));
+  Storage storage(o.storage_port);
+  std::mt19937_64 rng(std::random_device{}());
+  Counts counts;
+  redlock::MutexOptions mo;
+  mo.fencing = o.fencing;
+  mo.on_error = [&counts](std::error_code ec, const std::string&) {
+    counts.add("unlock_fail." + errc_name(ec));
+  };
+  redlock::SharedMutex m(client, o.resource, std::move(mo));
+  auto stop_at = raw_now_ns() + o.duration * 1'000'000;
+  long sections = 0;
+  while (keep_going(o, stop_at, sections)) {
+    bool locked = false;
+    try {
+      locked = o.shared ? m.try_lock_shared_for(Milliseconds(o.wait))
+                        : m.try_lock_for(Milliseconds(o.wait));
+    } catch (const std::system_error& e) {
+      counts.add("fail." + errc_name(e.code()));
+      fail_record(out, o, "shared_mutex", e.code(), 0, e.what());
+      std::this_thread::sleep_for(20ms);
+      continue;
+    }
+    if (!locked) {
+      counts.add("fail.not_acquired");
+      continue;
+    }
+    auto s = begin_section(o, -1);
+    s.attempts = 1;
+    s.fence = m.fencing_token();
+    counts.add("acquired");
+    hold_section(
+        o, storage, s, rng, [&] { return m.valid(); }, [&] { return to_raw(m.valid_until()); },
+        [] {});
+    auto end = raw_now_ns();
+    auto deadline = to_raw(m.valid_until());
+    if (o.shared)
+      m.unlock_shared();
+    else
+      m.unlock();
+    out.write(section_record(o, s, end, deadline));
+    ++sections;
+  }
+  out.write(counts.record(o));
+  return 0;
+}
+
 // --- redlock run ---------------------------------------------------------------------------
 
 // The command of `redlock run`: one section, no Client. The lock is renewed by `redlock run`
@@ -945,6 +998,7 @@ int main(int argc, char** argv) {
     if (o.mode == "explicit") return run_explicit(o, out);
     if (o.mode == "held") return run_held(o, out);
     if (o.mode == "mutex") return run_mutex(o, out);
+    if (o.mode == "shared_mutex") return run_shared_mutex(o, out);
     if (o.mode == "run") return run_cli(o, out);
     if (o.mode == "section") return run_section(o, out, false);
     if (o.mode == "family") return run_section(o, out, true);
