@@ -465,6 +465,26 @@ TEST(RwChecker, TornReadsAndFencing) {
   EXPECT_EQ(rw_fencing_violations({r1, r2, w, r3}), 1u);
 }
 
+TEST(RwChecker, FencingWithoutReadersIsThePermitsAndMutexsJudgement) {
+  // The harness judges every run's fencing with rw_fencing_violations: with no reader among the
+  // sections it must say what fencing_violations(by_slot(...)) said before.
+  std::mt19937_64 rng(99);
+  for (int round = 0; round < 300; ++round) {
+    std::vector<Section> v;
+    int n = static_cast<int>(rng() % 20);
+    for (int i = 0; i < n; ++i) {
+      auto start = static_cast<std::int64_t>(rng() % 200);
+      Section s = rng() % 2 ? permit(start, start + 10, 2, static_cast<int>(rng() % 2),
+                                     "p" + std::to_string(i))
+                            : sec(start, start + 10, 0, "m" + std::to_string(i));
+      s.token = rng() % 5 ? "t" + std::to_string(i) : "t0";  // some grants share a token
+      s.fence = static_cast<std::int64_t>(rng() % 15);
+      v.push_back(s);
+    }
+    ASSERT_EQ(rw_fencing_violations(v), fencing_violations(by_slot(v))) << "round " << round;
+  }
+}
+
 TEST(RwChecker, RecordsCarryShared) {
   Record r("section");
   r.add("worker", "w")
