@@ -36,13 +36,15 @@ const char* kUsage =
     "usage: redlock_scenarios --ports P[,P...] [--scenarios LIST] [options]\n"
     "scenarios (comma list; default uncontended_latency,throughput,contention, the ones\n"
     "shared with peerbench): uncontended_latency readme_call throughput contention semaphore\n"
-    "bad_minority "
+    "rw_cycle rw_contention bad_minority "
     "watchdog_scale floor_latency floor_throughput handoff_floor election_failover\n"
     "options: --iters 2000 --warmup 200 --tput-workers 64 --tput-duration 4\n"
     "  --cont-workers 8 --cont-duration 5 --hold-ms 1 --cont-modes rotate,ffa --cont-wait-ms 2000\n"
     "  --permits 4 --sem-workers 16 --sem-wait-ms 10000\n"
     "  --sem-clients 0 (semaphore; 0: a Client per worker; also --cont-duration, "
     "--hold-ms)\n"
+    "  --rw-readers 8 --rw-writers 1 (rw_contention; also --cont-duration, --hold-ms,\n"
+    "  --cont-wait-ms; rw_cycle: --iters, --warmup)\n"
     "  --faulty 2 --delayed-ports P,P --held 10000 --hold-threads 1 --lease-ms 3000\n"
     "  --window 6 --election-ttl-ms 1000 --election-rounds 10\n"
     "  --ttl 10000 --label TEXT --impl redlock-cpp --max-seconds 120\n"
@@ -116,14 +118,14 @@ int main(int argc, char** argv) {
   double max_seconds = 120;
   try {
     static const char* known[] = {
-        "ports",          "scenarios",     "iters",           "warmup",
-        "tput-workers",   "tput-duration", "cont-workers",    "cont-duration",
-        "hold-ms",        "cont-modes",    "cont-wait-ms",    "faulty",
-        "delayed-ports",  "held",          "hold-threads",    "lease-ms",
-        "window",         "ttl",           "label",           "impl",
-        "max-seconds",    "tls-cacert",    "alternate-floor", "permits",
-        "sem-workers",    "sem-wait-ms",   "sem-clients",     "election-ttl-ms",
-        "election-rounds"};
+        "ports",           "scenarios",     "iters",           "warmup",
+        "tput-workers",    "tput-duration", "cont-workers",    "cont-duration",
+        "hold-ms",         "cont-modes",    "cont-wait-ms",    "faulty",
+        "delayed-ports",   "held",          "hold-threads",    "lease-ms",
+        "window",          "ttl",           "label",           "impl",
+        "max-seconds",     "tls-cacert",    "alternate-floor", "permits",
+        "sem-workers",     "sem-wait-ms",   "sem-clients",     "election-ttl-ms",
+        "election-rounds", "rw-readers",    "rw-writers"};
     for (const auto& [k, v] : args) {
       bool ok = false;
       for (const char* name : known) ok = ok || k == name;
@@ -149,6 +151,8 @@ int main(int argc, char** argv) {
     o.sem_workers = static_cast<int>(number(args, "sem-workers", o.sem_workers, 1, 256));
     o.sem_clients = static_cast<int>(number(args, "sem-clients", 0, 0, 256));
     o.sem_wait_ms = static_cast<int>(number(args, "sem-wait-ms", o.sem_wait_ms, 1, 60000));
+    o.rw_readers = static_cast<int>(number(args, "rw-readers", o.rw_readers, 0, 256));
+    o.rw_writers = static_cast<int>(number(args, "rw-writers", o.rw_writers, 0, 256));
     o.faulty = static_cast<int>(number(args, "faulty", o.faulty, 1, 4));
     o.held = static_cast<int>(number(args, "held", o.held, 1, 1e6));
     o.hold_threads = static_cast<int>(number(args, "hold-threads", o.hold_threads, 1, 64));
@@ -203,6 +207,10 @@ int main(int argc, char** argv) {
         contention(o);
       else if (s == "semaphore")
         semaphore(o);
+      else if (s == "rw_cycle")
+        rw_cycle(o);
+      else if (s == "rw_contention")
+        rw_contention(o);
       else if (s == "bad_minority")
         bad_minority(o);
       else if (s == "watchdog_scale")

@@ -363,6 +363,53 @@ def million_section(w, recs):
     w(table(["target", "measured", ""], targets))
 
 
+def rw_round_of(r):
+    """The round of a line of BENCH_ONLY=rwlock (label "<pin> rwlock round K"), else None."""
+    m = re.search(r"rwlock round (\d+)", str(r.get("label") or ""))
+    return int(m.group(1)) if m else None
+
+
+def rwlock_section(recs, env):
+    """BENCH_ONLY=rwlock: the read-write lock's uncontended cycles (rw_cycle, one line per kind)
+    and readers with a writer on one key (rw_contention), per N and round."""
+    cycles = [r for r in recs if r.get("scenario") == "rw_cycle" and rw_round_of(r) is not None]
+    cont = [r for r in recs if r.get("scenario") == "rw_contention" and rw_round_of(r) is not None]
+    md = ["### The read-write lock", ""]
+    if not cycles and not cont:
+        return md + ["(not run)", ""]
+
+    def ms(r, key):
+        v = get(r, key)
+        return fmt(None if v is None else v / 1000)
+
+    rows = [[r.get("nodes"), rw_round_of(r), r.get("kind"), ms(r, "cycle_us.p50"), ms(r, "cycle_us.p99"),
+             ms(r, "acquire_us.p50"), ms(r, "release_us.p50"), fmt(get(r, "failed"))] for r in cycles]
+    md.append(table(["N", "round", "kind", "cycle p50 ms", "cycle p99 ms", "acquire p50 ms", "release p50 ms",
+                     "failed"], rows))
+    md.append("")
+    md.append("The uncontended cycle: `client.acquire(AcquireRequest{{key}, 10 s, 0 ms})` (with `shared = true` "
+              "for a reader) then `client.release(lock)`, one after the other on one key, blocks of 100 of "
+              "each kind alternating (scenario `rw_cycle`).")
+    md.append("")
+    rows = [[r.get("nodes"), rw_round_of(r), fmt(get(r, "reader_acq_per_s")), fmt(get(r, "writer_acq_per_s")),
+             ms(r, "reader_wait_us.p50"), ms(r, "reader_wait_us.p99"), ms(r, "writer_wait_us.p50"),
+             ms(r, "writer_wait_us.p99"), pct(get(r, "read_held_fraction")), pct(get(r, "write_held_fraction")),
+             pct(get(r, "free_fraction")), fmt(get(r, "readers_at_reader_grant_mean")), fmt(get(r, "overlaps")),
+             fmt(get(r, "errors"))] for r in cont]
+    md.append(table(["N", "round", "reader acq/s", "writer acq/s", "reader wait p50 ms", "p99", "writer wait p50 ms",
+                     "p99", "read-held", "write-held", "free", "readers at a grant", "overlaps", "errors"], rows))
+    md.append("")
+    first = cont[0] if cont else {}
+    md.append(f"{first.get('readers', '?')} readers and {first.get('writers', '?')} writer(s) on one key for "
+              f"{first.get('duration_s', '?')} s, each with a Client of its own, each acquiring (a waiting acquire), "
+              f"holding {first.get('hold_ms', '?')} ms, releasing, and again at once (scenario `rw_contention`). "
+              "Holders count from an acquire's return to the release call; read-held and write-held are the "
+              "shares of the window with a reader or a writer holding; an overlap is a grant that the harness "
+              "saw beside a holder it excludes (there must be none).")
+    md.append("")
+    return md
+
+
 def main():
     args = sys.argv[1:]
     out_dir = None
@@ -381,6 +428,8 @@ def main():
         md = semaphore_section(recs, env)
     elif env.get("only") == "election":
         md = election_section(recs, env)
+    elif env.get("only") == "rwlock":
+        md = rwlock_section(recs, env)
     else:
         md = readme_section(recs, env) if env.get("only") != "million" else []
     w = md.append
@@ -396,7 +445,7 @@ def main():
         with open(os.path.join(out_dir, "chart-title.txt"), "w", encoding="utf-8") as f:
             f.write(f"redlock-cpp, {env.get('date', '?')[:10]}, placement {env.get('pin', '?')}"
                     + ("" if peers else " (no peer)"))
-    if env.get("only") in ("readme", "semaphore", "election"):
+    if env.get("only") in ("readme", "semaphore", "election", "rwlock"):
         w(f"Only the table above was measured (`BENCH_ONLY={env['only']}`).")
         print("\n".join(md))
         return 0

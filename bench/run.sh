@@ -55,6 +55,13 @@
 #                           leader's lease had left; then a resignation's handover and the
 #                           observer's lag. BENCH_ELECTION_TTL_MS=1000, BENCH_ELECTION_ROUNDS=10:
 #                           about 15 s per N. No peer has an election over a quorum.
+#   BENCH_ONLY=rwlock       the read-write lock (docs/guide-rwlock.md), no peer (none has one
+#                           over a quorum): at N = 3 (BENCH_RW_NODES), the uncontended shared and
+#                           exclusive cycles (rw_cycle, BENCH_ITERS of each, alternating blocks),
+#                           then 8 readers (BENCH_RW_READERS) and 1 writer (BENCH_RW_WRITERS) on
+#                           one key, holds of 1 ms, 2 s (BENCH_CONT_DURATION): reader and writer
+#                           acquisitions/s, their waits, the share of time held by each kind
+#                           (rw_contention), two rounds (BENCH_RW_ROUNDS): under a minute
 #   BENCH_NODE_PEERS="node-redlock redlock-universal redis-semaphore"   the peers (bench.mjs --impl)
 #   BENCH_CONT_PEERS="node-redlock redlock-universal redis-semaphore"   the peers that also run
 #                           contention (latency and locks/s run for every peer)
@@ -99,6 +106,10 @@ SEM_ROUNDS=${BENCH_SEM_ROUNDS:-2}
 PERMITS=${BENCH_PERMITS:-4}
 SEM_WORKERS=${BENCH_SEM_WORKERS:-16}
 SEM_CLIENTS=${BENCH_SEM_CLIENTS:-0}
+RW_NODES=
+RW_ROUNDS=${BENCH_RW_ROUNDS:-2}
+RW_READERS=${BENCH_RW_READERS:-8}
+RW_WRITERS=${BENCH_RW_WRITERS:-1}
 LAT_NODES="1 3 5 7 9"
 TPUT_NODES="1 3 5"
 MAXN=9
@@ -123,7 +134,13 @@ case $ONLY in
     LAT_NODES= TPUT_NODES= MAXN=5 SKIP="$SKIP readme peers contention minority watchdog chart "
     ELECTION_NODES=${BENCH_ELECTION_NODES:-3 5}
     ;;
-  *) echo "bench/run.sh: BENCH_ONLY must be readme, million, semaphore or election (or unset)" >&2; exit 2 ;;
+  # The read-write lock: ours alone (no peer runs one over a quorum).
+  rwlock)
+    LAT_NODES= TPUT_NODES= MAXN=3 SKIP="$SKIP readme peers minority watchdog chart "
+    RW_NODES=${BENCH_RW_NODES:-3} CONT_DURATION=${BENCH_CONT_DURATION:-2}
+    ITERS=${BENCH_ITERS:-2000}
+    ;;
+  *) echo "bench/run.sh: BENCH_ONLY must be readme, million, semaphore, election or rwlock (or unset)" >&2; exit 2 ;;
 esac
 BUILD=$ROOT/build/bench
 PEERBENCH=${REDLOCK_PEERBENCH:-$ROOT/../shared/peerbench}
@@ -414,6 +431,20 @@ for n in $ELECTION_NODES; do
     --scenarios election_failover --election-ttl-ms "$ELECTION_TTL_MS" \
     --election-rounds "$ELECTION_ROUNDS"
 done
+# ---- BENCH_ONLY=rwlock: the read-write lock ----
+# Per N and round: the uncontended shared and exclusive cycles, then readers with writers on one
+# key; the lines carry "<pin> rwlock round K".
+for n in $RW_NODES; do
+  for ((round = 1; round <= RW_ROUNDS; round++)); do
+    LABEL="$PIN rwlock round $round"
+    ours $((ITERS / 200 + 30)) "rwlock N=$n round $round: shared and exclusive cycles" \
+      "$n" --scenarios rw_cycle --iters "$ITERS" --warmup "$WARMUP"
+    ours $((CONT_DURATION + 25)) "rwlock N=$n round $round: $RW_READERS readers, $RW_WRITERS writer(s)" \
+      "$n" --scenarios rw_contention --rw-readers "$RW_READERS" --rw-writers "$RW_WRITERS" \
+      --hold-ms "$HOLD_MS" --cont-duration "$CONT_DURATION"
+  done
+done
+LABEL=$PIN
 
 # ---- 1-3: per N ----
 for n in $LAT_NODES; do

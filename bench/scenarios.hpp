@@ -39,6 +39,9 @@ struct Options {
   int sem_workers = 16;
   int sem_wait_ms = 10'000;
   int sem_clients = 0;  // Clients shared round-robin by the workers; 0: one per worker
+  // read-write lock (rw_contention): readers and writers on one key, each its own Client
+  int rw_readers = 8;
+  int rw_writers = 1;
   // bad minority
   int faulty = 2;
   // watchdog at scale
@@ -63,6 +66,10 @@ void throughput(const Options& o);
 void contention(const Options& o);
 // A counting semaphore under load, peerbench's `semaphore` shape (semaphore.cpp).
 void semaphore(const Options& o);
+// The read-write lock (rwlock.cpp): the uncontended shared and exclusive cycles, and readers
+// with writers on one key.
+void rw_cycle(const Options& o);
+void rw_contention(const Options& o);
 void bad_minority(const Options& o);
 void watchdog_scale(const Options& o);
 // An election's failover after its leader crashes, a resignation's handover, the observer's lag

@@ -145,6 +145,9 @@ Section section_from_record(const Record& r) {
   s.rejected = r.get_int("rejected") == 1;
   s.permits = static_cast<int>(r.get_int("permits", 0));
   s.slot = static_cast<int>(r.get_int("slot", -1));
+  s.shared = r.get_int("shared", 0) == 1;
+  s.read = r.get_int("read", -1);
+  s.reread = r.get_int("reread", -1);
   return s;
 }
 
@@ -237,6 +240,104 @@ PermitResult find_permit_excess(const std::vector<Section>& sections, Mode mode,
   }
   result.slot = result.slot_overlaps.count;
   return result;
+}
+
+OverlapResult find_reader_writer_overlaps(const std::vector<Section>& sections, Mode mode,
+                                          std::size_t max_examples) {
+  // Only resources that some reader names; their grants that are not permits, by start.
+  std::set<std::string> rwlocks;
+  for (const auto& s : sections)
+    if (is_reader(s)) rwlocks.insert(s.resource);
+  OverlapResult result;
+  if (rwlocks.empty()) return result;
+  auto grants = grants_of(sections, mode, [&](const Section& s) {
+    return !is_permit(s) && rwlocks.count(s.resource) != 0;
+  });
+  const std::string* resource = nullptr;
+  const Grant* latest[2] = {nullptr, nullptr};  // [reader?]: the grant of that kind ending last
+  for (const auto& g : grants) {
+    const auto& r = sections[g.index].resource;
+    if (resource == nullptr || *resource != r) {
+      resource = &r;
+      latest[0] = latest[1] = nullptr;
+    }
+    const bool reader = is_reader(sections[g.index]);
+    // A reader meets the writer that ends last among those that started before it, a writer the
+    // reader that does: every earlier grant of the other kind that is still open ends no later.
+    const Grant* other = latest[reader ? 0 : 1];
+    if (other != nullptr && g.start < other->end) {
+      ++result.count;
+      auto ns = std::min(g.end, other->end) - g.start;
+      result.worst_ns = std::max(result.worst_ns, ns);
+      if (result.examples.size() < max_examples)
+        result.examples.push_back(
+            {other->index, g.index, ns, other->start, other->end, g.start, g.end});
+    }
+    auto& mine = latest[reader ? 1 : 0];
+    if (mine == nullptr || g.end > mine->end) mine = &g;
+  }
+  return result;
+}
+
+std::size_t max_readers(const std::vector<Section>& sections, Mode mode) {
+  auto grants = grants_of(sections, mode, is_reader);
+  std::set<std::pair<std::int64_t, std::size_t>> open;  // (end, position)
+  const std::string* resource = nullptr;
+  std::size_t most = 0;
+  for (std::size_t n = 0; n < grants.size(); ++n) {
+    const auto& r = sections[grants[n].index].resource;
+    if (resource == nullptr || *resource != r) {
+      resource = &r;
+      open.clear();
+    }
+    while (!open.empty() && open.begin()->first <= grants[n].start) open.erase(open.begin());
+    open.insert({grants[n].end, n});
+    most = std::max(most, open.size());
+  }
+  return most;
+}
+
+std::size_t torn_reads(const std::vector<Section>& sections) {
+  return static_cast<std::size_t>(
+      std::count_if(sections.begin(), sections.end(), [](const auto& s) {
+        return is_reader(s) && s.read >= 0 && s.reread >= 0 && s.reread != s.read;
+      }));
+}
+
+std::size_t rw_fencing_violations(const std::vector<Section>& sections) {
+  struct Fenced {
+    const std::string* resource;
+    std::int64_t start;
+    std::int64_t fence;
+    bool reader;
+  };
+  auto slots = by_slot(sections);
+  std::vector<Fenced> grants;
+  std::map<std::pair<std::string, std::string>, std::size_t> by_token;
+  for (const auto& s : slots) {
+    if (s.fence <= 0) continue;
+    auto [it, fresh] = by_token.emplace(std::make_pair(s.resource, s.token), grants.size());
+    if (!fresh && !s.token.empty()) {
+      auto& g = grants[it->second];
+      g.start = std::min(g.start, s.start);
+      continue;
+    }
+    grants.push_back({&s.resource, s.start, s.fence, is_reader(s)});
+  }
+  std::sort(grants.begin(), grants.end(), [](const Fenced& a, const Fenced& b) {
+    if (*a.resource != *b.resource) return *a.resource < *b.resource;
+    return a.start < b.start;
+  });
+  std::size_t violations = 0;
+  std::int64_t highest = 0, highest_writer = 0;  // of the earlier grants of this resource
+  for (std::size_t i = 0; i < grants.size(); ++i) {
+    if (i == 0 || *grants[i].resource != *grants[i - 1].resource) highest = highest_writer = 0;
+    const auto& g = grants[i];
+    if (g.fence <= (g.reader ? highest_writer : highest)) ++violations;
+    highest = std::max(highest, g.fence);
+    if (!g.reader) highest_writer = std::max(highest_writer, g.fence);
+  }
+  return violations;
 }
 
 std::string describe(const std::vector<Section>& sections, const PermitExcess& e, std::int64_t t0) {

@@ -33,6 +33,9 @@ struct Section {
   bool rejected = false;      // the storage refused its write (fencing token below one it saw)
   int permits = 0;            // a permit of a semaphore of this many (k); 0: a mutex
   int slot = -1;              // the permit's slot, 0 to k - 1; -1: a mutex
+  bool shared = false;        // a reader of the resource's read-write lock; false: a writer
+  std::int64_t read = -1;     // the counter as it read it at its start (-1: not read)
+  std::int64_t reread = -1;   // a reader: the counter read again before its end (-1: not read)
 };
 
 // End of a section in claimed mode: min(end, deadline), or end when no deadline was reported.
@@ -113,6 +116,33 @@ std::vector<Section> by_slot(const std::vector<Section>& sections);
 
 // "3 holders of k=2 at 1.234: w1 (slot 0) [1.000, 1.500), ..." (times in s, relative to t0).
 std::string describe(const std::vector<Section>& sections, const PermitExcess& e, std::int64_t t0);
+
+// --- read-write locks ------------------------------------------------------------------------
+// Sections with shared = true are readers of their resource's read-write lock; the resource's
+// other sections that are not permits are its writers (a writer is a mutex holder of the same
+// key, docs/guide-rwlock.md). Readers may overlap each other. find_overlaps on the sections that
+// are not readers judges writer against writer; find_reader_writer_overlaps judges reader against
+// writer: it counts each grant that starts while a grant of the other kind of the same resource
+// is open (zero exactly when no reader overlaps a writer), in an O(n log n) sweep. Sections that
+// share a token are one grant, as for the mutex. Intervals are half-open.
+inline bool is_reader(const Section& s) { return s.shared; }
+
+OverlapResult find_reader_writer_overlaps(const std::vector<Section>& sections, Mode mode,
+                                          std::size_t max_examples = 3);
+
+// The most readers of one resource open at once (the sweep's view, in `mode`).
+std::size_t max_readers(const std::vector<Section>& sections, Mode mode);
+
+// Readers that read the counter again before their end and found another value than at their
+// start: a writer wrote inside a reader's section (what the holders did, as the storage saw it).
+std::size_t torn_reads(const std::vector<Section>& sections);
+
+// Fenced grants whose fencing token is not greater than every fenced grant of the same resource
+// that started before them and that they exclude: a writer's against every earlier grant (reader
+// or writer), a reader's against earlier writers only (readers that run together may learn
+// their tokens in another order than they were drawn). Permits are judged per slot, as
+// fencing_violations(by_slot(...)) does. With no reader among `sections` it equals that.
+std::size_t rw_fencing_violations(const std::vector<Section>& sections);
 
 // A `section` record as a Section.
 Section section_from_record(const Record& r);

@@ -382,5 +382,161 @@ TEST(PermitChecker, MatchesQuadraticReferenceOnRandomSets) {
   }
 }
 
+// --- read-write locks ------------------------------------------------------------------------
+
+Section reader(std::int64_t start, std::int64_t end, std::string worker,
+               std::string resource = "r") {
+  auto s = sec(start, end, 0, std::move(worker), std::move(resource));
+  s.shared = true;
+  s.token = "t-" + s.worker;
+  return s;
+}
+
+std::size_t rw_claimed(const std::vector<Section>& v) {
+  return find_reader_writer_overlaps(v, Mode::claimed).count;
+}
+
+TEST(RwChecker, ReadersShareAndAWriterBesideAnyOfThemIsCaught) {
+  // Three readers together, a writer after them (touching: half-open), another before.
+  std::vector<Section> v = {reader(10, 30, "r1"), reader(12, 20, "r2"), reader(15, 40, "r3"),
+                            sec(40, 50, 0, "w1"), sec(0, 10, 0, "w0")};
+  EXPECT_EQ(rw_claimed(v), 0u);
+  EXPECT_EQ(max_readers(v, Mode::claimed), 3u);
+  // A writer inside r3's section (but after r1's and r2's): caught, against r3.
+  v.push_back(sec(35, 36, 0, "w2"));
+  auto r = find_reader_writer_overlaps(v, Mode::claimed);
+  ASSERT_EQ(r.count, 1u);
+  EXPECT_EQ(v[r.examples[0].earlier].worker, "r3");
+  EXPECT_EQ(v[r.examples[0].later].worker, "w2");
+  // A reader that starts inside a writer's section: caught, against the writer.
+  std::vector<Section> x = {sec(0, 10, 0, "w"), reader(9, 12, "late")};
+  EXPECT_EQ(rw_claimed(x), 1u);
+  // Writer against writer is find_overlaps' on the non-readers, not this check's.
+  std::vector<Section> y = {reader(0, 1, "r"), sec(5, 10, 0, "a"), sec(6, 12, 0, "b")};
+  EXPECT_EQ(rw_claimed(y), 0u);
+}
+
+TEST(RwChecker, ClaimedEndsAtTheDeadlineAndResourcesAreIndependent) {
+  auto r1 = reader(0, 20, "r1");
+  r1.deadline = 10;  // the holder ran past its validity
+  std::vector<Section> v = {r1, sec(15, 25, 0, "w")};
+  EXPECT_EQ(rw_claimed(v), 0u);
+  EXPECT_EQ(find_reader_writer_overlaps(v, Mode::actual).count, 1u);
+  // A writer of another resource, and a resource without readers, are not looked at.
+  std::vector<Section> w = {reader(0, 20, "r1", "a"), sec(5, 10, 0, "w", "b"),
+                            sec(0, 100, 0, "m", "c"), sec(0, 100, 0, "n", "c")};
+  EXPECT_EQ(rw_claimed(w), 0u);
+}
+
+TEST(RwChecker, SectionsOfOneGrantAreOneReader) {
+  // The processes of one `redlock run --shared` share a token: one reader from first start to
+  // last end; a writer after its first process's end but inside the second's is caught.
+  auto a1 = reader(0, 10, "a");
+  auto a2 = reader(2, 30, "a.child");
+  a2.token = a1.token;
+  EXPECT_EQ(rw_claimed({a1, a2, sec(20, 25, 0, "w")}), 1u);
+}
+
+TEST(RwChecker, TornReadsAndFencing) {
+  auto r = reader(0, 10, "r");
+  r.read = 4;
+  r.reread = 4;
+  EXPECT_EQ(torn_reads({r}), 0u);
+  r.reread = 5;
+  EXPECT_EQ(torn_reads({r}), 1u);
+  r.reread = -1;  // not read again (lost before its end)
+  EXPECT_EQ(torn_reads({r}), 0u);
+  // Readers together may learn their tokens out of order; a writer's must exceed every earlier
+  // grant's, a reader's every earlier writer's.
+  auto r1 = reader(0, 10, "r1");
+  r1.fence = 5;
+  auto r2 = reader(1, 10, "r2");
+  r2.fence = 4;
+  auto w = sec(20, 30, 0, "w");
+  w.token = "tw";
+  w.fence = 6;
+  EXPECT_EQ(rw_fencing_violations({r1, r2, w}), 0u);
+  EXPECT_EQ(fencing_violations({r1, r2, w}), 1u);  // the mutex's view would flag r2
+  w.fence = 5;
+  EXPECT_EQ(rw_fencing_violations({r1, r2, w}), 1u);
+  auto r3 = reader(40, 50, "r3");
+  r3.fence = 5;  // not above the writer's
+  w.fence = 6;
+  EXPECT_EQ(rw_fencing_violations({r1, r2, w, r3}), 1u);
+}
+
+TEST(RwChecker, FencingWithoutReadersIsThePermitsAndMutexsJudgement) {
+  // The harness judges every run's fencing with rw_fencing_violations: with no reader among the
+  // sections it must say what fencing_violations(by_slot(...)) said before.
+  std::mt19937_64 rng(99);
+  for (int round = 0; round < 300; ++round) {
+    std::vector<Section> v;
+    int n = static_cast<int>(rng() % 20);
+    for (int i = 0; i < n; ++i) {
+      auto start = static_cast<std::int64_t>(rng() % 200);
+      Section s = rng() % 2 ? permit(start, start + 10, 2, static_cast<int>(rng() % 2),
+                                     "p" + std::to_string(i))
+                            : sec(start, start + 10, 0, "m" + std::to_string(i));
+      s.token = rng() % 5 ? "t" + std::to_string(i) : "t0";  // some grants share a token
+      s.fence = static_cast<std::int64_t>(rng() % 15);
+      v.push_back(s);
+    }
+    ASSERT_EQ(rw_fencing_violations(v), fencing_violations(by_slot(v))) << "round " << round;
+  }
+}
+
+TEST(RwChecker, RecordsCarryShared) {
+  Record r("section");
+  r.add("worker", "w")
+      .add("start", 1)
+      .add("end", 2)
+      .add("shared", 1)
+      .add("read", 3)
+      .add("reread", 3);
+  auto s = section_from_record(r);
+  EXPECT_TRUE(is_reader(s));
+  EXPECT_EQ(s.read, 3);
+  EXPECT_EQ(s.reread, 3);
+  Record m("section");
+  m.add("worker", "w").add("start", 1).add("end", 2);
+  EXPECT_FALSE(is_reader(section_from_record(m)));
+}
+
+// Quadratic reference: grants that start while a grant of the other kind of their resource is
+// open (the earlier one by start, ties by end then index, as the sweep orders them).
+std::size_t rw_reference(const std::vector<Section>& v) {
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    bool hit = false;
+    for (std::size_t j = 0; j < v.size(); ++j) {
+      if (j == i || v[j].resource != v[i].resource || v[j].shared == v[i].shared) continue;
+      bool before =
+          std::make_tuple(v[j].start, v[j].end, j) < std::make_tuple(v[i].start, v[i].end, i);
+      hit = hit || (before && v[j].end > v[i].start);
+    }
+    n += hit;
+  }
+  return n;
+}
+
+TEST(RwChecker, MatchesQuadraticReferenceOnRandomSets) {
+  std::mt19937_64 rng(4242);
+  for (int round = 0; round < 500; ++round) {
+    std::vector<Section> v;
+    int n = static_cast<int>(rng() % 30);
+    for (int i = 0; i < n; ++i) {
+      std::int64_t start = static_cast<std::int64_t>(rng() % 500);
+      std::int64_t end = start + 1 + static_cast<std::int64_t>(rng() % 80);
+      std::string res = rng() % 3 ? "a" : "b";
+      if (rng() % 3)
+        v.push_back(reader(start, end, "r" + std::to_string(i), res));
+      else
+        v.push_back(sec(start, end, 0, "w" + std::to_string(i), res));
+      v.back().token = "t" + std::to_string(i);
+    }
+    ASSERT_EQ(rw_claimed(v), rw_reference(v)) << "round " << round;
+  }
+}
+
 }  // namespace
 }  // namespace redlock::chaos

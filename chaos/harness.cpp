@@ -389,9 +389,10 @@ std::vector<std::string> Run::lock_keys(std::size_t i) {
     if (nul != std::string::npos) {
       auto close = key.rfind('}');
       auto kind = key.substr(close != std::string::npos && close > nul ? close + 1 : nul + 1);
-      semaphore =
-          kind == "permits" || (kind.size() > 4 && kind.compare(0, 4, "slot") == 0 &&
-                                kind.find_first_not_of("0123456789", 4) == std::string::npos);
+      // A read-write lock's readers (...readers) too: a sorted set with a ttl.
+      semaphore = kind == "permits" || kind == "readers" ||
+                  (kind.size() > 4 && kind.compare(0, 4, "slot") == 0 &&
+                   kind.find_first_not_of("0123456789", 4) == std::string::npos);
     }
     bool other = ends(":fence") || ends(":queue") || ends(":turns") || ends(":others") ||
                  (nul != std::string::npos && !semaphore);
@@ -624,19 +625,26 @@ Outcome Run::finish() {
 
   // Mutex sections by the mutex's check; permits of a semaphore by the permit check (never more
   // than k open, one holder per slot, one k), whose violations count as overlaps.
+  // Readers of a read-write lock by the reader-writer check (no reader beside a writer, and no
+  // write seen inside a reader's section); its writers are mutex holders, judged with them.
   std::vector<Section> mutexes;
   std::copy_if(sections.begin(), sections.end(), std::back_inserter(mutexes),
-               [](const Section& s) { return !is_permit(s); });
+               [](const Section& s) { return !is_permit(s) && !is_reader(s); });
   auto claimed = find_overlaps(mutexes, Mode::claimed);
   auto actual = find_overlaps(mutexes, Mode::actual);
   auto permits_claimed = find_permit_excess(sections, Mode::claimed);
   auto permits_actual = find_permit_excess(sections, Mode::actual);
-  o.claimed = claimed.count + permits_claimed.violations();
-  o.actual = actual.count + permits_actual.violations();
+  auto rw_claimed = find_reader_writer_overlaps(sections, Mode::claimed);
+  auto rw_actual = find_reader_writer_overlaps(sections, Mode::actual);
+  const auto torn = torn_reads(sections);
+  o.claimed = claimed.count + permits_claimed.violations() + rw_claimed.count;
+  o.actual = actual.count + permits_actual.violations() + rw_actual.count + torn;
   o.negative_validity = negative_validity(sections);
   // Fencing tokens of a semaphore grow from grant to grant of one slot (grants of different
-  // slots may be known in another order than their tokens were drawn).
-  o.fence_violations = fencing_violations(by_slot(sections));
+  // slots may be known in another order than their tokens were drawn), and a read-write lock's
+  // from each grant to the next that excludes it (readers together may learn theirs in another
+  // order).
+  o.fence_violations = rw_fencing_violations(sections);
   o.rejected = static_cast<std::size_t>(
       std::count_if(sections.begin(), sections.end(), [](const Section& s) { return s.rejected; }));
   if (o.rejected > 0)
@@ -660,6 +668,18 @@ Outcome Run::finish() {
            " grant(s) while a holder with another k held");
     if (p.bad_slot > 0) note(std::to_string(p.bad_slot) + " permit(s) with a slot outside 0..k-1");
   };
+  if (std::any_of(sections.begin(), sections.end(), is_reader)) {
+    note("read-write lock: at most " + std::to_string(max_readers(sections, Mode::claimed)) +
+         " readers at once (claimed), " + std::to_string(max_readers(sections, Mode::actual)) +
+         " (actual); " + std::to_string(rw_claimed.count) + " reader-writer overlap(s) claimed, " +
+         std::to_string(rw_actual.count) + " actual; " + std::to_string(torn) +
+         " reader(s) saw a write inside their section");
+    for (const auto& ex : rw_claimed.examples)
+      note("claimed reader-writer overlap: " + describe(sections, ex, t0_ns_));
+    if (rw_claimed.count == 0)
+      for (const auto& ex : rw_actual.examples)
+        note("actual reader-writer overlap: " + describe(sections, ex, t0_ns_));
+  }
   if (std::any_of(sections.begin(), sections.end(), is_permit)) {
     note("permits: at most " + std::to_string(permits_claimed.max_open) +
          " holders at once (claimed), " + std::to_string(permits_actual.max_open) + " (actual)");
@@ -697,8 +717,9 @@ Outcome Run::finish() {
     o.seen = "safe";
   if (o.seen != to_string(o.expect))
     o.problems.push_back(std::string("expected ") + to_string(o.expect) + ", seen " + o.seen);
-  if (o.expect == Expect::caught && o.claimed > 0 && o.lost_updates <= 0)
-    o.problems.push_back("overlap caught but no lost update");
+  // A writer beside readers shows in the storage as a reader's torn read, not a lost update.
+  if (o.expect == Expect::caught && o.claimed > 0 && o.lost_updates <= 0 && torn == 0)
+    o.problems.push_back("overlap caught but no lost update (nor a torn read)");
   if (o.expect == Expect::actual_only && o.actual > 0 && o.lost_updates <= 0)
     o.problems.push_back("actual overlap but no lost update");
   if (o.sections == 0) o.problems.push_back("no critical section at all");

@@ -122,6 +122,7 @@ const std::vector<Scenario>& all_scenarios() {
     add_clock_scenarios(v);
     add_permit_scenarios(v);
     add_election_scenarios(v);
+    add_rwlock_scenarios(v);
     return v;
   }();
   return list;

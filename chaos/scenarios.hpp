@@ -24,6 +24,9 @@ void add_clock_scenarios(std::vector<Scenario>& out);
 void add_permit_scenarios(std::vector<Scenario>& out);
 // Leader election under pauses, partitions and crashed leaders (scenarios_election.cpp).
 void add_election_scenarios(std::vector<Scenario>& out);
+// The read-write lock (readers and writers of one key) under pauses, crashes and an empty
+// restart (scenarios_rwlock.cpp).
+void add_rwlock_scenarios(std::vector<Scenario>& out);
 
 // --- shared by the scenario files ----------------------------------------------------------
 

@@ -13,6 +13,8 @@
 //             leads, its term the section's fencing token (checked by the storage), so that the
 //             checker judges both rules of an office: no two leaders at once, and terms that
 //             grow strictly from term to term (docs/guide-election.md)
+//   shared_mutex  redlock::SharedMutex: try_lock_shared_for / unlock_shared with --shared (a
+//             reader), try_lock_for / unlock without (a writer), renewed
 //   run       runs `redlock run RESOURCE -- <this program> --mode section ...` again and again
 //   section   one critical section, as the command of `redlock run` (no Client of its own)
 //   family    as section, but forks a grandchild that holds too: `redlock run` must end both
@@ -24,6 +26,13 @@
 // `slot` it held. K holders legitimately overlap, so the read-modify-write goes to a counter of
 // the slot (COUNTER:slot<S>): each slot is a mutex, and a lost update there is still a second
 // holder of one slot.
+//
+// --shared (explicit, held, run, control): a reader of the resource's read-write lock instead of
+// a writer (AcquireRequest::shared, `redlock run --shared`; docs/guide-rwlock.md). Readers share,
+// so a reader never writes the counter: it reads it when its section begins and again before it
+// ends, and records both (`read`, `reread`). A writer (the same resource without --shared, the
+// mutex) that wrote inside a reader's section shows as the two differing. Each section records
+// `shared`.
 //
 // The worker never ignores SIGPIPE: if the library let a socket raise it, the process dies of
 // it and the runner reports that. SIGTERM ends the loop cleanly (the section in progress is
@@ -51,6 +60,7 @@
 
 #include "record.hpp"
 #include "redlock/redlock.hpp"
+#include "redlock/shared_mutex.hpp"
 
 namespace {
 
@@ -80,6 +90,7 @@ struct Options {
   bool fencing = false;         // ask for fencing tokens; the storage checks them
   bool extend = false;          // explicit: extend every ttl/3 while holding
   int permits = 0;              // a permit of a semaphore of this many; 0: the mutex
+  bool shared = false;          // a reader of the resource's read-write lock (--shared)
   long duration = 10000;
   long max_sections = 0;
   long request_timeout = 150;
@@ -104,7 +115,7 @@ struct Options {
                "  [--request-timeout MS]\n"
                "  [--connect-timeout MS] [--retry-delay MS] [--retry-jitter MS]\n"
                "  [--retry-count N] [--reconnect-min MS] [--reconnect-max MS] [--drift F]\n"
-               "  [--counter KEY] [--redlock PATH] [--restart-guard MS] [--permits K]\n",
+               "  [--counter KEY] [--redlock PATH] [--restart-guard MS] [--permits K] [--shared]\n",
                why.c_str());
   std::exit(2);
 }
@@ -179,6 +190,8 @@ Options parse(int argc, char** argv) {
       o.redlock_cli = value();
     else if (a == "--permits")
       o.permits = static_cast<int>(number());
+    else if (a == "--shared")
+      o.shared = true;
     else
       usage("unknown option " + a);
   }
@@ -190,6 +203,9 @@ Options parse(int argc, char** argv) {
   if (o.permits < 0) usage("--permits must be at least 1");
   if (o.permits > 0 && o.mode == "mutex") usage("--permits: redlock::Mutex takes no permits");
   if (o.permits > 0 && o.mode == "elect") usage("--permits: an office has one leader");
+  if (o.shared && o.permits > 0) usage("--shared: a reader is not a permit (no --permits)");
+  if (o.shared && o.mode == "mutex") usage("--shared: not in mutex mode (shared_mutex is)");
+  if (o.permits > 0 && o.mode == "shared_mutex") usage("--permits: not in shared_mutex mode");
   return o;
 }
 
@@ -329,8 +345,9 @@ struct SectionState {
   bool lost = false;      // validity ended (or the lock was lost) before the holder was done
   int extends = 0;
   int extend_failures = 0;
-  int slot = -1;        // the permit's slot (--permits); -1: the mutex
-  std::string counter;  // the counter its read-modify-write goes to
+  int slot = -1;          // the permit's slot (--permits); -1: the mutex
+  long long reread = -1;  // --shared: the counter read again before the section ends
+  std::string counter;    // the counter its read-modify-write goes to
 };
 
 // The counter a section updates: the shared one under the mutex, its slot's with --permits.
@@ -367,6 +384,7 @@ Record section_record(const Options& o, const SectionState& s, std::int64_t end,
   if (s.extends || s.extend_failures)
     r.add("extends", s.extends).add("extend_failures", s.extend_failures);
   if (o.permits > 0) r.add("permits", o.permits).add("slot", s.slot).add("counter", s.counter);
+  if (o.shared) r.add("shared", 1).add("reread", s.reread);
   return r;
 }
 
@@ -405,7 +423,13 @@ void hold_section(const Options& o, Storage& storage, SectionState& s, std::mt19
     auto left = (until - raw_now_ns()) / 1'000'000;
     std::this_thread::sleep_for(Milliseconds(std::clamp<std::int64_t>(left, 0, 10)));
   }
-  if (!s.lost && valid() && s.read >= 0) write_counter(o, storage, s);
+  if (o.shared) {
+    // A reader writes nothing: it reads again, and no writer may have written meanwhile.
+    if (!s.lost && valid())
+      if (auto v = storage.get(s.counter)) s.reread = *v;
+  } else if (!s.lost && valid() && s.read >= 0) {
+    write_counter(o, storage, s);
+  }
   if (!valid()) s.lost = true;
   if (o.until_deadline && !s.lost) {
     // Hold on to the end of the promised window: the next holder must not get in before it.
@@ -451,6 +475,7 @@ int run_explicit(const Options& o, Output& out) {
     redlock::AcquireRequest req({o.resource}, Milliseconds(o.ttl), Milliseconds(o.wait));
     req.fencing = o.fencing;
     req.permits = static_cast<unsigned>(o.permits);
+    req.shared = o.shared;
     auto r = client.acquire(std::move(req));
     if (!r) {
       counts.add("fail." + errc_name(r.error));
@@ -502,6 +527,7 @@ int run_held(const Options& o, Output& out) {
     req.wait = Milliseconds(o.wait);
     req.fencing = o.fencing;
     req.permits = static_cast<unsigned>(o.permits);
+    req.shared = o.shared;
     auto h = client.hold(std::move(req));
     if (!h) {
       counts.add("fail." + errc_name(h.error));
@@ -620,6 +646,55 @@ int run_elect(const Options& o, Output& out) {
   return 0;
 }
 
+// A redlock::SharedMutex of the resource: a reader with --shared, else a writer.
+int run_shared_mutex(const Options& o, Output& out) {
+  redlock::Client client(make_config(o));
+  Storage storage(o.storage_port);
+  std::mt19937_64 rng(std::random_device{}());
+  Counts counts;
+  redlock::MutexOptions mo;
+  mo.fencing = o.fencing;
+  mo.on_error = [&counts](std::error_code ec, const std::string&) {
+    counts.add("unlock_fail." + errc_name(ec));
+  };
+  redlock::SharedMutex m(client, o.resource, std::move(mo));
+  auto stop_at = raw_now_ns() + o.duration * 1'000'000;
+  long sections = 0;
+  while (keep_going(o, stop_at, sections)) {
+    bool locked = false;
+    try {
+      locked = o.shared ? m.try_lock_shared_for(Milliseconds(o.wait))
+                        : m.try_lock_for(Milliseconds(o.wait));
+    } catch (const std::system_error& e) {
+      counts.add("fail." + errc_name(e.code()));
+      fail_record(out, o, "shared_mutex", e.code(), 0, e.what());
+      std::this_thread::sleep_for(20ms);
+      continue;
+    }
+    if (!locked) {
+      counts.add("fail.not_acquired");
+      continue;
+    }
+    auto s = begin_section(o, -1);
+    s.attempts = 1;
+    s.fence = m.fencing_token();
+    counts.add("acquired");
+    hold_section(
+        o, storage, s, rng, [&] { return m.valid(); }, [&] { return to_raw(m.valid_until()); },
+        [] {});
+    auto end = raw_now_ns();
+    auto deadline = to_raw(m.valid_until());
+    if (o.shared)
+      m.unlock_shared();
+    else
+      m.unlock();
+    out.write(section_record(o, s, end, deadline));
+    ++sections;
+  }
+  out.write(counts.record(o));
+  return 0;
+}
+
 // --- redlock run ---------------------------------------------------------------------------
 
 // The command of `redlock run`: one section, no Client. The lock is renewed by `redlock run`
@@ -645,6 +720,8 @@ int run_section(const Options& o, Output& out, bool family) {
   }
   // With --permits: `redlock run --permits` names the slot in REDLOCK_PERMIT.
   const char* permit = std::getenv("REDLOCK_PERMIT");
+  // With --shared: `redlock run --shared` says so in REDLOCK_SHARED; the section is a reader's.
+  if (const char* shared = std::getenv("REDLOCK_SHARED")) me.shared = std::string(shared) == "1";
   auto s = begin_section(o, permit ? std::atoi(permit) : -1);
   s.token = token ? token : "";
   if (const char* fence = std::getenv("REDLOCK_FENCING_TOKEN"))
@@ -716,6 +793,9 @@ int run_cli(const Options& o, Output& out) {
       args.push_back("--permits");
       args.push_back(std::to_string(o.permits));
     }
+    // A reader: `redlock run --shared` (an option of run, before the resource); its command
+    // learns it from REDLOCK_SHARED.
+    if (o.shared) args.insert(std::find(args.begin(), args.end(), "run") + 1, "--shared");
     pid_t pid = ::fork();
     if (pid < 0) {
       std::this_thread::sleep_for(50ms);
@@ -801,6 +881,8 @@ int run_cli(const Options& o, Output& out) {
 //   elect TTL WAIT       campaign for the office (the resource), renewed while it leads
 //                        -> as acquire, the term as the fence; release resigns
 //   read                 GET the counter    -> "read V"
+//   reread               GET the counter again, recorded as the section's `reread` (--shared)
+//                        -> "reread V"
 //   write                SET counter V + 1, valid or not (a stale write); through the
 //                        storage's fencing check when the grant has a token
 //                        -> "wrote" | "rejected" (by the fencing check)
@@ -851,6 +933,7 @@ int run_control(const Options& o, Output& out) {
                                     Milliseconds(std::stol(w[2])));
         req.fencing = fenced;
         req.permits = static_cast<unsigned>(o.permits);
+        req.shared = o.shared;
         auto r = client.acquire(std::move(req));
         attempts = r.attempts;
         if (r) lock = r.lock;
@@ -860,6 +943,7 @@ int run_control(const Options& o, Output& out) {
         req.wait = Milliseconds(std::stol(w[1]));
         req.fencing = fenced;
         req.permits = static_cast<unsigned>(o.permits);
+        req.shared = o.shared;
         auto h = client.hold(std::move(req));
         attempts = h.attempts;
         if (h) held = std::move(h.lock);
@@ -899,6 +983,10 @@ int run_control(const Options& o, Output& out) {
       auto v = storage.get(s.counter);
       s.read = v ? *v : -1;
       answer("read " + std::to_string(s.read));
+    } else if (cmd == "reread") {
+      auto v = storage.get(s.counter);
+      s.reread = v ? *v : -1;
+      answer("reread " + std::to_string(s.reread));
     } else if (cmd == "write" || cmd == "write_if_valid") {
       if (cmd == "write_if_valid" && !valid()) {
         s.lost = true;
@@ -980,6 +1068,7 @@ int main(int argc, char** argv) {
     if (o.mode == "held") return run_held(o, out);
     if (o.mode == "mutex") return run_mutex(o, out);
     if (o.mode == "elect") return run_elect(o, out);
+    if (o.mode == "shared_mutex") return run_shared_mutex(o, out);
     if (o.mode == "run") return run_cli(o, out);
     if (o.mode == "section") return run_section(o, out, false);
     if (o.mode == "family") return run_section(o, out, true);

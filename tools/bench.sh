@@ -8,6 +8,7 @@
 #   BENCH_ONLY=readme bash tools/bench.sh   only the first table (the README's call), a minute
 #   BENCH_ONLY=semaphore bash tools/bench.sh   a counting semaphore against redis-semaphore's
 #   BENCH_ONLY=election bash tools/bench.sh    an election's failover after its leader crashes
+#   BENCH_ONLY=rwlock bash tools/bench.sh   the read-write lock: its cycles, 8 readers + 1 writer
 #   bash tools/bench.sh --micro [ARGS...]   the Google Benchmark micro-benchmarks (redlock_bench)
 #   bash tools/bench.sh --compare [BEFORE_REF] [AFTER_REF] [OUTDIR]   two commits side by side
 #                                           (bench/compare.sh)

@@ -154,6 +154,12 @@ MetricsObserver::MetricsObserver(std::shared_ptr<::prometheus::Registry> registr
                                "redlock_acquire_duration_seconds)")
                          .Labels(options.const_labels)
                          .Register(*registry_)),
+      shared_family_(BuildCounter()
+                         .Name("redlock_shared_acquires_total")
+                         .Help("Acquires of a reader's share of a read-write lock, by result "
+                               "(also counted in redlock_acquire_duration_seconds)")
+                         .Labels(options.const_labels)
+                         .Register(*registry_)),
       election_family_(BuildCounter()
                            .Name("redlock_elections_total")
                            .Help("Campaigns for an office (Election::campaign), by result")
@@ -170,6 +176,7 @@ MetricsObserver::MetricsObserver(std::shared_ptr<::prometheus::Registry> registr
       renew_(renew_family_),
       wait_(wait_family_),
       permit_(permit_family_),
+      shared_(shared_family_),
       election_(election_family_),
       attempts_(attempts_family_.Add({})),
       held_(held_family_.Add({})),
@@ -185,6 +192,8 @@ MetricsObserver::MetricsObserver(std::shared_ptr<::prometheus::Registry> registr
   acquire_.get(make_error_code(Errc::no_quorum), buckets_);
   for (auto result : {Errc::ok_, Errc::not_acquired, Errc::no_quorum, Errc::permits_mismatch})
     permit_.get(make_error_code(result));
+  for (auto result : {Errc::ok_, Errc::not_acquired, Errc::no_quorum})
+    shared_.get(make_error_code(result));
   for (auto result : {Errc::ok_, Errc::not_acquired, Errc::no_quorum, Errc::cancelled})
     election_.get(make_error_code(result));
   for (auto* by : {&extend_, &release_, &renew_}) {
@@ -202,6 +211,7 @@ void MetricsObserver::on_operation(const OperationEvent& event) {
       acquire_.get(event.error, buckets_).Observe(seconds(event.latency));
       attempts_.Increment(event.attempts > 0 ? event.attempts : 0);
       if (event.permits > 0) permit_.get(event.error).Increment();
+      if (event.shared) shared_.get(event.error).Increment();
       break;
     case Operation::extend:
       extend_.get(event.error).Increment();

@@ -61,6 +61,10 @@ struct OperationEvent {
   /// The slot of the permit the operation was on (Lock::permit): the one granted, extended,
   /// renewed or released; -1 for a mutex and for an acquire that was not granted.
   int permit = -1;
+  /// An acquire of a reader's share of a read-write lock (AcquireRequest::shared, a
+  /// SharedMutex's lock_shared; docs/guide-rwlock.md), granted or not; false for a writer (a
+  /// mutex acquire), a permit and the other operations.
+  bool shared = false;
   /// Operation::campaign: the term won; Operation::leader: the term read; else 0.
   std::uint64_t term = 0;
 };

@@ -92,6 +92,7 @@ void AcquireJob::deliver(AcquireResult r) {
     e.latency = std::chrono::duration_cast<microseconds>(now - began_);
     e.attempts = r.attempts;
     e.permits = machine_.permits();
+    e.shared = machine_.shared();
     e.permit = r ? r.lock.permit : -1;
     o.on_operation(e);
   });

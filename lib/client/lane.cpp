@@ -422,6 +422,9 @@ void Lane::drive(Call& call, proto::Actions& first) {
 
 std::optional<AcquireResult> Lane::acquire(AcquireRequest& request, Milliseconds ttl) {
   if (request.cancel) return std::nullopt;  // its cancel hook is the loop's
+  // A reader of a read-write lock never takes the lane: its script form is the loop's, and it
+  // never asks with the quick command (AcquireMachine).
+  if (request.shared) return std::nullopt;
   const bool waits = request.wait && request.wait->count() > 0;
   auto lock = take(mutex_);
   if (!lock.owns_lock()) return std::nullopt;
@@ -485,6 +488,7 @@ std::optional<AcquireResult> Lane::acquire(AcquireRequest& request, Milliseconds
     e.latency = std::chrono::duration_cast<microseconds>(Clock::now() - began);
     e.attempts = r.attempts;
     e.permits = machine.permits();
+    e.shared = machine.shared();
     e.permit = r ? r.lock.permit : -1;
     o.on_operation(e);
   });

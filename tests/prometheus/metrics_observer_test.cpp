@@ -1,11 +1,15 @@
-// MetricsObserver alone: events in, the registry's exposition out. No server needed.
+// MetricsObserver alone: events in, the registry's exposition out. No server needed, except for
+// the last test, which has a Client on real servers deliver its events.
 #include <gtest/gtest.h>
 #include <prometheus/text_serializer.h>
 
 #include <memory>
 #include <string>
 
+#include "redis_server.hpp"
+#include "redlock/client.hpp"
 #include "redlock/prometheus.hpp"
+#include "test_config.hpp"
 
 namespace redlock::prometheus {
 namespace {
@@ -140,6 +144,64 @@ TEST(MetricsObserver, CountsAcquiresOfPermitsByResult) {
   EXPECT_TRUE(has_line(text, "redlock_permit_acquires_total{result=\"permits_mismatch\"} 1"));
   EXPECT_TRUE(has_line(text, "redlock_permit_acquires_total{result=\"not_acquired\"} 0"));
   EXPECT_TRUE(has_line(text, "redlock_acquire_duration_seconds_count{result=\"ok\"} 2"));
+}
+
+// Acquires of a reader's share of a read-write lock are counted by result beside every acquire;
+// a writer's acquire (a mutex's) is not among them; the usual results are series from the start.
+TEST(MetricsObserver, CountsSharedAcquiresByResult) {
+  auto registry = std::make_shared<::prometheus::Registry>();
+  MetricsObserver observer(registry);
+  std::vector<std::string> resources{"books"};
+  auto votes = three_votes(Vote::yes, Vote::yes, Vote::no);
+  OperationEvent e;
+  e.resources = &resources;
+  e.votes = &votes;
+  observer.on_operation(e);  // a writer's acquire: a mutex's, not a reader's
+  e.shared = true;
+  observer.on_operation(e);
+  observer.on_operation(e);
+  e.error = make_error_code(Errc::not_acquired);
+  observer.on_operation(e);
+  e.operation = Operation::release;  // counted by the releases' counter alone
+  e.error = {};
+  observer.on_operation(e);
+  auto text = exposition(*registry);
+  EXPECT_TRUE(has_line(text, "redlock_shared_acquires_total{result=\"ok\"} 2")) << text;
+  EXPECT_TRUE(has_line(text, "redlock_shared_acquires_total{result=\"not_acquired\"} 1"));
+  EXPECT_TRUE(has_line(text, "redlock_shared_acquires_total{result=\"no_quorum\"} 0"));
+  EXPECT_TRUE(has_line(text, "redlock_acquire_duration_seconds_count{result=\"ok\"} 3"));
+  EXPECT_TRUE(has_line(text, "redlock_releases_total{result=\"ok\"} 1"));
+}
+
+// The client marks an acquire of a reader's share (AcquireRequest::shared) in its event, granted
+// or refused, and the observer counts it; a writer's acquire is not counted there.
+TEST(MetricsObserver, AClientsSharedAcquiresReachTheCounter) {
+  test::RedisCluster cluster(3);
+  auto registry = std::make_shared<::prometheus::Registry>();
+  auto config = test::fast_config(cluster);
+  config.observer = std::make_shared<MetricsObserver>(registry);
+  config.retry_count = 0;
+  Client client(config);
+  AcquireRequest reader({"books"}, 10s, 0ms);
+  reader.shared = true;
+  auto a = client.acquire(reader);
+  ASSERT_TRUE(a) << a.message();
+  auto b = client.acquire(reader);
+  ASSERT_TRUE(b) << b.message();
+  AcquireRequest writer({"books"}, 10s, 0ms);
+  EXPECT_FALSE(client.acquire(writer)) << "a writer beside readers";
+  ASSERT_TRUE(client.release(a.lock));
+  ASSERT_TRUE(client.release(b.lock));
+  auto w = client.acquire(writer);
+  ASSERT_TRUE(w) << w.message();
+  EXPECT_FALSE(client.acquire(reader)) << "a reader beside a writer";
+  ASSERT_TRUE(client.release(w.lock));
+  auto text = exposition(*registry);
+  EXPECT_TRUE(has_line(text, "redlock_shared_acquires_total{result=\"ok\"} 2")) << text;
+  EXPECT_TRUE(has_line(text, "redlock_shared_acquires_total{result=\"not_acquired\"} 1")) << text;
+  EXPECT_TRUE(has_line(text, "redlock_acquire_duration_seconds_count{result=\"ok\"} 3")) << text;
+  EXPECT_TRUE(has_line(text, "redlock_acquire_duration_seconds_count{result=\"not_acquired\"} 2"))
+      << text;
 }
 
 // Campaigns for an office are counted by result, and the latest term won is a gauge; reads of

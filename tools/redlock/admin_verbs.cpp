@@ -80,7 +80,8 @@ int do_list(const Globals& g, const Config& config, const ListOptions& o) {
           std::string value = reply_text(must(conn, {"GET", key}).get());
           if (all_digits(value)) continue;  // a fence counter of older scripts ("<key>:fence")
           Held h;
-          h.holder = holder_name(value);
+          // A read-write lock's readers' marker (docs/guide-rwlock.md) is no holder's token.
+          h.holder = value == kReadersMarker ? std::string("(readers)") : holder_name(value);
           h.ttl_ms = must(conn, {"PTTL", key})->integer;
           locks[key].emplace_back(i, h);
         }
@@ -192,6 +193,13 @@ int do_break(const Globals& g, Client& client, const std::string& key, const Bre
       std::string value = reply_text(must(conn, {"GET", lock_key}).get());
       // A waiter's turn holds the key for a turn at most: nobody's lock, nothing to break.
       if (redlock::detail::is_turn_value(value)) continue;
+      // The readers' marker of a read-write lock: breaking it would let a writer in beside
+      // readers that still run. Readers are not broken: each ends with its lease.
+      if (value == kReadersMarker) {
+        diag(g, "break '" + key + "': node " + config.nodes[i].to_string() +
+                    " holds readers (a read-write lock): left alone, they end with their leases");
+        continue;
+      }
       if (!value.empty() && value.back() == redlock::detail::kWaitedFor)
         value.back() = redlock::detail::kNobodyWaits;
       tokens.emplace(value, holder_name(value));

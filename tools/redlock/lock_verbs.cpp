@@ -12,7 +12,7 @@
 namespace redlock::cli {
 
 int do_acquire(const Globals& g, redlock::Client& client, const std::string& key,
-               std::optional<Milliseconds> wait, bool fencing) {
+               std::optional<Milliseconds> wait, bool fencing, bool shared) {
   if (g_stdout_was_closed) {
     // Nothing acquired: the token would go nowhere, and the lock would stay taken for its ttl.
     say("redlock: stdout is closed: the token could not be delivered; '" + key + "' not acquired");
@@ -22,6 +22,7 @@ int do_acquire(const Globals& g, redlock::Client& client, const std::string& key
   req.resources = {key};
   req.ttl = client.config().ttl;
   req.fencing = fencing;
+  req.shared = shared;
   req.wait = wait;
   auto r = client.acquire(req);
   if (!r) return fail(r, "not acquired '" + key + "'");
@@ -39,9 +40,9 @@ int do_acquire(const Globals& g, redlock::Client& client, const std::string& key
              : "'" + key + "' not released (" + rel.message() + "): it expires with its ttl"));
     return kUsage;
   }
-  diag(g, "acquired '" + key + "' (key " + client.key_of(key) + ") for " +
-              std::to_string(r.lock.ttl.count()) + " ms, valid for " +
-              std::to_string(r.lock.validity_left().count()) + " ms after " +
+  diag(g, std::string(shared ? "acquired a reader's share of '" : "acquired '") + key + "' (key " +
+              client.key_of(key) + ") for " + std::to_string(r.lock.ttl.count()) +
+              " ms, valid for " + std::to_string(r.lock.validity_left().count()) + " ms after " +
               std::to_string(r.attempts) + " attempt(s); votes " + r.votes.to_string());
   return kOk;
 }
@@ -51,16 +52,19 @@ int do_acquire(const Globals& g, redlock::Client& client, const std::string& key
 // reported as the quorum-th longest ttl of the keys that hold our token, less the drift
 // allowance; when fewer than a quorum can be read, the library's own lower bound, said to be one.
 int do_extend(const Globals& g, redlock::Client& client, const std::string& key,
-              const std::string& token, int permit) {
+              const std::string& token, int permit, bool shared) {
   redlock::Lock lock(key, token);
   lock.permit = permit;
+  lock.shared = shared;
   const auto ttl = client.config().ttl;
   const auto start = redlock::Clock::now();
   auto r = client.extend(lock, ttl);
   if (!r) return fail(r, "not extended '" + key + "'");
   if (g.quiet) return kOk;
-  if (permit >= 0) {  // the read-back below reads the lock key, slot 0 alone
-    diag(g, "extended permit " + std::to_string(permit) + " of '" + key + "': valid for at least " +
+  if (permit >= 0 || shared) {  // the read-back below reads the lock key's holder alone
+    diag(g, (shared ? std::string("extended a reader's share")
+                    : "extended permit " + std::to_string(permit)) +
+                " of '" + key + "': valid for at least " +
                 std::to_string(r.valid_until > redlock::Clock::now()
                                    ? std::chrono::duration_cast<Milliseconds>(r.valid_until -
                                                                               redlock::Clock::now())
@@ -101,9 +105,10 @@ int do_extend(const Globals& g, redlock::Client& client, const std::string& key,
 }
 
 int do_release(const Globals& g, redlock::Client& client, const std::string& key,
-               const std::string& token, int permit) {
+               const std::string& token, int permit, bool shared) {
   redlock::Lock lock(key, token);
   lock.permit = permit;
+  lock.shared = shared;
   auto r = client.release(lock);
   if (!r) return fail(r, "not released '" + key + "'");
   diag(g, "released '" + key + "': " + release_summary(r) + "; votes " + r.votes.to_string());

@@ -108,6 +108,15 @@ int main(int argc, char** argv) {
   auto* release = app.add_subcommand("release", "release KEY held with TOKEN");
   release->add_option("KEY", key, "resource name")->required();
   release->add_option("TOKEN", token, "token printed by acquire")->required();
+  // A reader of a read-write lock (run --shared gives its command REDLOCK_SHARED=1).
+  bool shared = false;
+  acquire->add_flag("--shared", shared,
+                    "a reader's share of KEY's read-write lock (readers share, a writer excludes "
+                    "them)");
+  for (auto* verb : {extend, release})
+    verb->add_flag("--shared", shared,
+                   "the token holds a reader's share of KEY (acquire --shared, run --shared)")
+        ->envname("REDLOCK_SHARED");
   // A permit of a semaphore (run --permits K gives its command REDLOCK_PERMIT with the token).
   int permit = -1;
   for (auto* verb : {extend, release})
@@ -166,6 +175,10 @@ int main(int argc, char** argv) {
                   "hold one of K permits of KEY instead of KEY alone: at most K commands run at "
                   "once (a semaphore, like consul lock -n); every run of KEY gives the same K")
       ->check(CLI::Range(1u, redlock::AcquireRequest::max_permits));
+  run->add_flag("--shared", run_options.shared,
+                "hold a reader's share of KEY's read-write lock instead of KEY alone (like "
+                "flock -s): readers run together, a run without --shared (a writer) runs alone; "
+                "a waiting writer holds new readers back");
   run->add_option("--kill-after", run_options.kill_after,
                   "SIGKILL the command's process group this long after SIGTERM (default 5s)");
   std::optional<std::string> metrics_file;
@@ -250,6 +263,16 @@ int main(int argc, char** argv) {
       run_options.command = {"/bin/sh", "-c", *shell_command};
     }
     if (int code = take_legacy_run_options(g, run_options); code != kOk) return code;
+    if (run_options.shared && run_options.permits > 0) {
+      say("redlock: run: --shared and --permits cannot be given together: a read-write lock's "
+          "readers are not permits of a semaphore (docs/guide-rwlock.md)");
+      return kUsage;
+    }
+  }
+  if ((extend->parsed() || release->parsed()) && shared && permit >= 0) {
+    say("redlock: --shared and --permit cannot be given together: a token holds a reader's share "
+        "of a read-write lock or a permit of a semaphore, not both");
+    return kUsage;
   }
   if (elect->parsed()) {
     if (elect_shell) {
@@ -307,9 +330,9 @@ int main(int argc, char** argv) {
     if (run->parsed()) return do_run(g, client, key, run_options);
     if (elect->parsed()) return do_elect(g, client, key, value, elect_options);
     if (leader->parsed()) return do_leader(g, client, key);
-    if (acquire->parsed()) return do_acquire(g, client, key, acquire_wait, fencing);
-    if (extend->parsed()) return do_extend(g, client, key, token, permit);
-    if (release->parsed()) return do_release(g, client, key, token, permit);
+    if (acquire->parsed()) return do_acquire(g, client, key, acquire_wait, fencing, shared);
+    if (extend->parsed()) return do_extend(g, client, key, token, permit, shared);
+    if (release->parsed()) return do_release(g, client, key, token, permit, shared);
     if (status->parsed()) return do_status(g, client, status_options);
     if (brk->parsed()) return do_break(g, client, key, break_options);
   } catch (const redlock::Error& e) {

@@ -365,6 +365,7 @@ int do_run(const Globals& g, redlock::Client& client, const std::string& key, co
   redlock::AcquireRequest req({key});  // no ttl: the watchdog lease (--ttl), renewed
   req.fencing = true;                  // REDLOCK_FENCING_TOKEN: one more round trip, once
   req.permits = o.permits;
+  req.shared = o.shared;  // a reader of KEY's read-write lock (docs/guide-rwlock.md)
   if (o.wait_ms) req.wait = redlock::Milliseconds(*o.wait_ms);
   int cancelled_by = 0;
   auto held = cancellable<redlock::HoldResult>(
@@ -385,12 +386,17 @@ int do_run(const Globals& g, redlock::Client& client, const std::string& key, co
     return code;
   }
   auto& lock = held.lock;
-  diag(g, "acquired '" + key + "', lease " +
-              std::to_string(client.config().watchdog_lease.count()) +
+  diag(g, std::string(o.shared ? "acquired a reader's share of '" : "acquired '") + key +
+              "', lease " + std::to_string(client.config().watchdog_lease.count()) +
               " ms renewed while the command runs; votes " + held.votes.to_string());
-  Holding holding{"lock on '" + key + "'", "'" + key + "'", [&] { return lock.valid(); },
-                  [&] { return lock.lost_flag().reason(); }, [&] { return lock.release(); }};
-  return run_command(g, o, lock_variables(client, key, lock), holding);
+  Holding holding{(o.shared ? "read lock on '" : "lock on '") + key + "'", "'" + key + "'",
+                  [&] { return lock.valid(); }, [&] { return lock.lost_flag().reason(); },
+                  [&] { return lock.release(); }};
+  Vars vars = lock_variables(client, key, lock);
+  // With --shared: the command holds a reader's share of KEY; `extend` and `release` read
+  // REDLOCK_SHARED as their --shared, so that the command acts on its own share by its token.
+  if (o.shared) vars.emplace_back("REDLOCK_SHARED", "1");
+  return run_command(g, o, vars, holding);
 }
 
 int do_elect(const Globals& g, redlock::Client& client, const std::string& office,

@@ -18,6 +18,7 @@ struct RunOptions {
   std::optional<int> conflict_exit_code;
   long kill_after_ms = 5000;
   unsigned permits = 0;  // --permits K: a permit of a semaphore of K, like `consul lock -n`
+  bool shared = false;   // --shared: a reader of KEY's read-write lock, like `flock -s`
   std::vector<std::string> command;
 };
 

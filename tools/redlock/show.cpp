@@ -17,6 +17,22 @@ namespace {
 
 std::string digest(const std::string& text) { return redlock::detail::token_digest(text); }
 
+// aux(L, 'readers'): a read-write lock's readers (docs/guide-rwlock.md).
+constexpr std::string_view kReadersKind = "readers";
+
+// A reader's ticket in the line: "<its client's channel>#r<n>@<ms>" (acquire.lua); a writer's
+// has no 'r'.
+bool is_reader_ticket(const std::string& ticket) {
+  auto at = ticket.rfind('@');
+  auto r = ticket.rfind("#r", at);
+  if (at == std::string::npos || r == std::string::npos || at <= r + 2 || at + 1 >= ticket.size())
+    return false;
+  auto digits = [](const std::string& t) {
+    return t.find_first_not_of("0123456789") == std::string::npos;
+  };
+  return digits(ticket.substr(r + 2, at - r - 2)) && digits(ticket.substr(at + 1));
+}
+
 // The auxiliary key of `kind`: keys.hpp's name, or a legacy one of older scripts (the lock key,
 // NUL, kind; or "<key>:<kind>") when only that one exists. Returns the key and its type ("none"
 // when none exists).
@@ -41,7 +57,8 @@ void read_node(NodeConnection& conn, const std::string& lock_key, NodeView& v) {
   v.type = reply_text(must(conn, {"TYPE", lock_key}).get());
   if (v.type == "string") {
     std::string value = reply_text(must(conn, {"GET", lock_key}).get());
-    v.holder = holder_name(value);
+    v.readers_marker = value == kReadersMarker;
+    v.holder = v.readers_marker ? std::string() : holder_name(value);
     v.waited_for = !value.empty() && value.back() == '!';
   }
   if (v.type != "none") v.ttl_ms = must(conn, {"PTTL", lock_key})->integer;
@@ -55,8 +72,10 @@ void read_node(NodeConnection& conn, const std::string& lock_key, NodeView& v) {
   auto [queue, queue_type] = aux(conn, lock_key, redlock::detail::kQueue, v);
   if (queue_type == "zset") {
     auto r = must(conn, {"ZRANGE", queue, "0", "-1", "WITHSCORES"});
-    for (std::size_t i = 0; i + 1 < r->elements; i += 2)
-      v.line.push_back({digest(reply_text(r->element[i])), reply_text(r->element[i + 1])});
+    for (std::size_t i = 0; i + 1 < r->elements; i += 2) {
+      const std::string ticket = reply_text(r->element[i]);
+      v.line.push_back({digest(ticket), reply_text(r->element[i + 1]), is_reader_ticket(ticket)});
+    }
   } else if (queue_type != "none") {
     v.notes.push_back("the line's key holds a " + queue_type + ", not a sorted set");
   }
@@ -143,6 +162,31 @@ void read_node(NodeConnection& conn, const std::string& lock_key, NodeView& v) {
   } else if (leader_type != "none") {
     v.notes.push_back("the leader key holds a " + leader_type);
   }
+  // A read-write lock's readers: token -> the end of its lease on the node's clock. A score at
+  // or before TIME is a reader whose lease ended, which the next script run prunes: not shown.
+  auto [readers, readers_type] = aux(conn, lock_key, kReadersKind, v);
+  if (readers_type == "zset") {
+    auto r = must(conn, {"ZRANGE", readers, "0", "-1", "WITHSCORES"});
+    for (std::size_t i = 0; i + 1 < r->elements; i += 2) {
+      long long ends = 0;
+      try {
+        ends = std::stoll(reply_text(r->element[i + 1]));
+      } catch (const std::exception&) {
+        v.notes.push_back("a reader with an end that is not a number");
+        continue;
+      }
+      if (ends > node_ms)
+        v.readers.push_back({holder_name(reply_text(r->element[i])), ends - node_ms});
+    }
+    std::sort(v.readers.begin(), v.readers.end(),
+              [](const Reader& a, const Reader& b) { return a.name < b.name; });
+  } else if (readers_type != "none") {
+    v.notes.push_back("the readers' key holds a " + readers_type + ", not a sorted set");
+  }
+  if (v.readers_marker && v.readers.empty())
+    v.notes.push_back("the readers' marker without a reader whose lease has not ended");
+  if (!v.readers_marker && !v.readers.empty())
+    v.notes.push_back("readers without the readers' marker on the lock key");
   auto [fence, fence_type] = aux(conn, lock_key, redlock::detail::kFence, v);
   if (fence_type == "string")
     v.fence = reply_text(must(conn, {"GET", fence}).get());
@@ -213,18 +257,36 @@ bool print_views(const std::string& resource, const std::string& lock_key,
   std::map<std::string, std::size_t> holders;
   for (const auto& v : views) {
     if (v.read) ++read;
-    if (v.read && v.type == "string") ++holders[v.holder];
+    if (v.read && v.type == "string" && !v.readers_marker) ++holders[v.holder];
     if (v.read && v.type != "string" && v.type != "none") ++foreign;
   }
   std::string majority;
   for (const auto& [name, n] : holders)
     if (n >= quorum) majority = name;
+  // A read-write lock: the nodes whose lock key holds the readers' marker, and the readers that
+  // hold on a quorum of the nodes read (each a reader's share granted, or renewed, there).
+  std::size_t marked = 0;
+  std::map<std::string, std::size_t> reader_nodes;
+  for (const auto& v : views) {
+    if (!v.read) continue;
+    if (v.readers_marker) ++marked;
+    for (const auto& r : v.readers) ++reader_nodes[r.name];
+  }
+  std::vector<std::string> readers;  // on a quorum, by name
+  for (const auto& [name, n] : reader_nodes)
+    if (n >= quorum) readers.push_back(name);
 
   if (json) {
     std::string o = "{\"resource\":" + json_string(resource) + ",\"key\":" + json_string(lock_key) +
                     ",\"quorum\":" + std::to_string(quorum) +
-                    ",\"holder\":" + (majority.empty() ? "null" : json_string(majority)) +
-                    ",\"nodes\":[";
+                    ",\"holder\":" + (majority.empty() ? "null" : json_string(majority));
+    if (marked > 0 || !reader_nodes.empty()) {
+      o += ",\"readers\":[";  // the readers on a quorum
+      for (std::size_t j = 0; j < readers.size(); ++j)
+        o += (j ? "," : "") + json_string(readers[j]);
+      o += "]";
+    }
+    o += ",\"nodes\":[";
     for (std::size_t i = 0; i < views.size(); ++i) {
       const auto& v = views[i];
       if (i > 0) o += ',';
@@ -234,14 +296,16 @@ bool print_views(const std::string& resource, const std::string& lock_key,
         continue;
       }
       o += ",\"type\":" + json_string(v.type);
-      o += ",\"holder\":" + (v.type == "string" ? json_string(v.holder) : std::string("null"));
+      o += ",\"holder\":" +
+           (v.type == "string" && !v.readers_marker ? json_string(v.holder) : std::string("null"));
       o += ",\"waited_for\":" + std::string(v.waited_for ? "true" : "false");
       o += ",\"marked\":" + std::string(v.marked ? "true" : "false");
       o += ",\"ttl_ms\":" + std::to_string(v.ttl_ms);
       o += ",\"line\":[";
       for (std::size_t j = 0; j < v.line.size(); ++j)
         o += (j ? "," : "") + std::string("{\"name\":") + json_string(v.line[j].name) +
-             ",\"place\":" + json_string(v.line[j].place) + "}";
+             ",\"place\":" + json_string(v.line[j].place) +
+             (v.line[j].reader ? ",\"reader\":true}" : "}");
       o += "],\"turns\":[";
       for (std::size_t j = 0; j < v.turns.size(); ++j)
         o += (j ? "," : "") + std::string("{\"name\":") + json_string(v.turns[j].name) +
@@ -256,6 +320,14 @@ bool print_views(const std::string& resource, const std::string& lock_key,
           o += (j ? "," : "") + std::string("{\"slot\":") + std::to_string(j + 1) + ",\"holder\":" +
                (v.slots[j].first.empty() ? std::string("null") : json_string(v.slots[j].first)) +
                ",\"ttl_ms\":" + std::to_string(v.slots[j].second) + "}";
+        o += "]";
+      }
+      if (v.readers_marker || !v.readers.empty()) {
+        o += ",\"readers_marker\":" + std::string(v.readers_marker ? "true" : "false") +
+             ",\"readers\":[";
+        for (std::size_t j = 0; j < v.readers.size(); ++j)
+          o += (j ? "," : "") + std::string("{\"name\":") + json_string(v.readers[j].name) +
+               ",\"ttl_ms\":" + std::to_string(v.readers[j].left_ms) + "}";
         o += "]";
       }
       if (!v.leader_term.empty())
@@ -282,6 +354,9 @@ bool print_views(const std::string& resource, const std::string& lock_key,
     }
     if (v.type == "none")
       std::printf("  %-26s free", printable(v.address).c_str());
+    else if (v.readers_marker)
+      std::printf("  %-26s read-locked by %zu reader(s), %s left", printable(v.address).c_str(),
+                  v.readers.size(), ttl_text(v.ttl_ms).c_str());
     else if (v.type == "string")
       std::printf("  %-26s held by %s, %s left%s", printable(v.address).c_str(), v.holder.c_str(),
                   ttl_text(v.ttl_ms).c_str(), v.waited_for ? ", waited for" : "");
@@ -289,9 +364,11 @@ bool print_views(const std::string& resource, const std::string& lock_key,
       std::printf("  %-26s NOT A LOCK: the key holds a %s (%s)", printable(v.address).c_str(),
                   v.type.c_str(), ttl_text(v.ttl_ms).c_str());
     std::printf("; fence %s\n", v.fence.empty() ? "-" : printable(v.fence).c_str());
+    for (const auto& r : v.readers)
+      std::printf("    reader: %s, %lld ms left\n", r.name.c_str(), r.left_ms);
     if (!v.line.empty()) {
       std::printf("    line:");
-      for (const auto& w : v.line) std::printf(" %s", w.name.c_str());
+      for (const auto& w : v.line) std::printf(" %s%s", w.name.c_str(), w.reader ? "(r)" : "");
       std::printf("\n");
     }
     for (const auto& t : v.turns)
@@ -329,14 +406,19 @@ bool print_views(const std::string& resource, const std::string& lock_key,
     }
     std::printf("semaphore: %u of %u permits held on a quorum\n", held, permits);
   }
+  std::string reader_list;
+  for (const auto& r : readers) reader_list += (reader_list.empty() ? ": " : ", ") + r;
   if (read < quorum)
     std::printf("%zu of %zu nodes read: no quorum (%zu)\n", read, views.size(), quorum);
+  else if (majority.empty() && marked >= quorum)
+    std::printf("read-locked on %zu of %zu nodes (quorum %zu): %zu reader(s) on a quorum%s\n",
+                marked, views.size(), quorum, readers.size(), reader_list.c_str());
   else if (!majority.empty())
     std::printf("held by %s on %zu of %zu nodes (quorum %zu)\n", majority.c_str(),
                 holders[majority], views.size(), quorum);
-  else if (holders.empty() && foreign == 0)
+  else if (holders.empty() && foreign == 0 && marked == 0 && reader_nodes.empty())
     std::printf("free on every node read (%zu of %zu)\n", read, views.size());
-  else if (holders.empty())
+  else if (holders.empty() && marked == 0 && foreign > 0)
     std::printf("no lock: %zu node(s) hold a key of another type there\n", foreign);
   else
     std::printf("held on some nodes, by no holder on a quorum (%zu)\n", quorum);

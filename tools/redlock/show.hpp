@@ -1,7 +1,7 @@
-// `redlock show KEY`: what each node holds for one lock, read with plain read commands (TYPE,
-// GET, PTTL, TIME, ZRANGE, HGETALL, SMEMBERS) over a connection of its own per node (TCP or
-// TLS, node_connection.hpp). Never writes, never shows a token: a holder is shown by the name
-// the scripts give it.
+// `redlock show KEY`: what each node holds for one lock (a mutex, a semaphore, an office or a
+// read-write lock), read with plain read commands (TYPE, GET, PTTL, TIME, ZRANGE, HGETALL,
+// SMEMBERS) over a connection of its own per node (TCP or TLS, node_connection.hpp). Never writes,
+// never shows a token: a holder is shown by the name the scripts give it.
 #pragma once
 
 #include <cstdint>
@@ -17,12 +17,22 @@ namespace redlock::cli {
 struct Waiter {
   std::string name;  // the name its turn is announced under (16 hex digits of a digest)
   std::string place;
+  bool reader = false;  // a reader of a read-write lock (its ticket ends "#r<n>@<ms>")
 };
 
 struct Turn {
   std::string name;
   long long left_ms = 0;  // due time on the node's clock, less the node's TIME; < 0: overdue
 };
+
+// A reader of a read-write lock on one node (docs/guide-rwlock.md).
+struct Reader {
+  std::string name;       // the name the scripts give its token (16 hex digits of a digest)
+  long long left_ms = 0;  // its score (the end of its lease on the node's clock) less TIME
+};
+
+// The value the lock key holds while readers hold it: "readers" and a NUL (no token has one).
+inline const std::string kReadersMarker("readers\0", 8);
 
 // One node's view of one lock.
 struct NodeView {
@@ -49,6 +59,10 @@ struct NodeView {
   std::string leader_term;
   std::string leader_value;
   std::string leader_holder;
+  // A read-write lock (docs/guide-rwlock.md): the lock key holds the readers' marker, and the
+  // readers' sorted set names each unexpired reader (by its name, never its token).
+  bool readers_marker = false;
+  std::vector<Reader> readers;  // by name
 };
 
 // Reads `lock_key` and its auxiliary keys on every node of `config`, in node-list order.

@@ -111,6 +111,7 @@ class MetricsObserver final : public Observer {
   ::prometheus::Family<::prometheus::Gauge>& waiters_family_;
   ::prometheus::Family<::prometheus::Histogram>& wait_family_;
   ::prometheus::Family<::prometheus::Counter>& permit_family_;
+  ::prometheus::Family<::prometheus::Counter>& shared_family_;
   ::prometheus::Family<::prometheus::Counter>& election_family_;
   ::prometheus::Family<::prometheus::Gauge>& term_family_;
   ByResult<::prometheus::Histogram> acquire_;
@@ -119,6 +120,7 @@ class MetricsObserver final : public Observer {
   ByResult<::prometheus::Counter> renew_;
   ByResult<::prometheus::Histogram> wait_;
   ByResult<::prometheus::Counter> permit_;
+  ByResult<::prometheus::Counter> shared_;
   ByResult<::prometheus::Counter> election_;
   ::prometheus::Counter& attempts_;
   ::prometheus::Gauge& held_;
