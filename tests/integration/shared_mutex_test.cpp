@@ -38,7 +38,7 @@ AcquireRequest writer(std::string resource = "doc", Milliseconds ttl = 5000ms,
 }
 
 std::string readers_key(const std::string& lock_key = "redlock:doc") {
-  return detail::aux_key(lock_key, "readers");
+  return detail::aux_key(lock_key, detail::kReaders);
 }
 
 TEST(ReadWriteLock, TwoReadersShare) {
@@ -58,7 +58,7 @@ TEST(ReadWriteLock, TwoReadersShare) {
       return cluster[i].command({"ZCARD", readers_key()}) == "2";
     })) << "node "
         << i;
-    EXPECT_EQ(cluster[i].command({"GET", "redlock:doc"}), std::string("readers\0", 8));
+    EXPECT_EQ(cluster[i].command({"GET", "redlock:doc"}), std::string(detail::kReadersMarker));
   }
   auto ra = c.release(a.lock);
   EXPECT_TRUE(ra) << ra.message();
