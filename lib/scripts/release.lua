@@ -18,7 +18,8 @@
 -- begins, announced under its ticket's digest). With several keys, ARGV[4] '' takes the
 -- waiter's sign-ups out (it was granted, gave up or was cancelled); so does ARGV[6] 'signups' with
 -- one key (a waiter for a permit of a semaphore, signed up under the semaphore's lock key).
--- ARGV[6] 'permit' (with ARGV[3] ''): the release of a permit (see the end).
+-- ARGV[6] 'permit' (with ARGV[3] ''): the release of a permit (see the end). ARGV[6] 'shared': a
+-- reader of a read-write lock's release, clean-up or leaving the line (see below).
 -- The common release, one key and nothing to announce, is sent with the token alone: every
 -- argument costs each node time to parse and to hand to Lua, and a name or a turn's length is
 -- needed only where somebody waits (docs/performance.md).

@@ -38,7 +38,7 @@ AcquireRequest writer(std::string resource = "doc", Milliseconds ttl = 5000ms,
 }
 
 std::string readers_key(const std::string& lock_key = "redlock:doc") {
-  return detail::aux_key(lock_key, "readers");
+  return detail::aux_key(lock_key, detail::kReaders);
 }
 
 TEST(ReadWriteLock, TwoReadersShare) {
@@ -58,7 +58,7 @@ TEST(ReadWriteLock, TwoReadersShare) {
       return cluster[i].command({"ZCARD", readers_key()}) == "2";
     })) << "node "
         << i;
-    EXPECT_EQ(cluster[i].command({"GET", "redlock:doc"}), std::string("readers\0", 8));
+    EXPECT_EQ(cluster[i].command({"GET", "redlock:doc"}), std::string(detail::kReadersMarker));
   }
   auto ra = c.release(a.lock);
   EXPECT_TRUE(ra) << ra.message();
@@ -471,6 +471,52 @@ TEST(ReadWriteLock, OutOfMemoryOnAMajorityRefusesAReaderAndWritesNothing) {
     EXPECT_EQ(cluster[i].command({"EXISTS", "redlock:doc", readers_key()}), "0") << "node " << i;
   }
   EXPECT_TRUE(eventually([&] { return cluster.count_existing("redlock:doc") == 0u; }));
+}
+
+// Readers and writers of four clients at once, many rounds: no writer's hold overlaps any other
+// hold (each hold timed on this machine from its grant to its unlock), and readers did overlap.
+TEST(SharedMutex, ConcurrentReadersAndWritersNeverOverlapAWriter) {
+  RedisCluster cluster(3);
+  std::vector<std::unique_ptr<Client>> clients;
+  for (int i = 0; i < 4; ++i) {
+    clients.push_back(std::make_unique<Client>(held_config(cluster, 2000ms)));
+    ASSERT_TRUE(eventually([&] { return test::connected_to_all(*clients.back()); }, 5s));
+  }
+  struct Span {
+    bool shared;
+    Clock::time_point from, to;
+  };
+  std::mutex spans_mutex;
+  std::vector<Span> spans;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i)
+    threads.emplace_back([&, i] {
+      SharedMutex m(*clients[i], "doc");
+      for (int round = 0; round < 12; ++round) {
+        bool shared = (round + i) % 3 != 0;
+        if (shared ? !m.try_lock_shared_for(5s) : !m.try_lock_for(5s)) {
+          ADD_FAILURE() << "client " << i << " round " << round << " not granted";
+          continue;
+        }
+        Span span{shared, Clock::now(), {}};
+        std::this_thread::sleep_for(2ms);
+        span.to = Clock::now();
+        shared ? m.unlock_shared() : m.unlock();
+        std::lock_guard<std::mutex> g(spans_mutex);
+        spans.push_back(span);
+      }
+    });
+  for (auto& t : threads) t.join();
+  int overlapping_readers = 0;
+  for (std::size_t a = 0; a < spans.size(); ++a)
+    for (std::size_t b = a + 1; b < spans.size(); ++b) {
+      bool overlap = spans[a].from < spans[b].to && spans[b].from < spans[a].to;
+      if (!overlap) continue;
+      EXPECT_TRUE(spans[a].shared && spans[b].shared) << "a writer overlapped another holder";
+      ++overlapping_readers;
+    }
+  EXPECT_EQ(spans.size(), 48u);
+  RecordProperty("overlapping_readers", overlapping_readers);
 }
 
 }  // namespace
