@@ -5,10 +5,11 @@
 
 #include <atomic>
 #include <cstddef>
-#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "task.hpp"
 
 namespace redlock {
 struct Config;
@@ -22,7 +23,8 @@ std::size_t loops_closed_with_open_handles() noexcept;
 
 class EventLoop {
  public:
-  using Task = std::function<void()>;
+  // A move-only callable; one of up to Task::kInline bytes is kept without an allocation.
+  using Task = ::redlock::detail::Task;
 
   EventLoop();   // initialises the loop; no thread yet, so handles may be set up from here
   ~EventLoop();  // stop() must have been called

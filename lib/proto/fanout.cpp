@@ -1,6 +1,21 @@
 #include "fanout.hpp"
 
 namespace redlock::detail::proto {
+namespace {
+
+// 0, 1, ..., n - 1 for every n up to kShared, built once (thread-safe), never changed again.
+constexpr std::size_t kShared = 64;
+const std::vector<std::size_t>* all_nodes(std::size_t n) {
+  static const std::vector<std::vector<std::size_t>> lists = [] {
+    std::vector<std::vector<std::size_t>> l(kShared + 1);
+    for (std::size_t k = 0; k <= kShared; ++k)
+      for (std::size_t i = 0; i < k; ++i) l[k].push_back(i);
+    return l;
+  }();
+  return n <= kShared ? &lists[n] : nullptr;
+}
+
+}  // namespace
 
 FanOutTally::FanOutTally(std::size_t nodes, std::size_t items, Clock::time_point started,
                          bool wait_all, const std::vector<NodeVote>* known)
@@ -13,6 +28,11 @@ FanOutTally::FanOutTally(std::size_t nodes, std::size_t items, Clock::time_point
     for (auto& v : more_votes_) v.resize(nodes);  // no temporary to copy from
   }
   if (items == 0) heard_.assign(nodes, false);
+  if (known == nullptr || items != 1) every_node_ = all_nodes(nodes);
+  if (every_node_ != nullptr) {
+    outstanding_ = nodes;
+    return;
+  }
   asked_.reserve(nodes);
   for (std::size_t node = 0; node < nodes; ++node) {
     if (known != nullptr && items == 1 && node < known->size() &&

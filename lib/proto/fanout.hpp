@@ -22,7 +22,9 @@ class FanOutTally {
               bool wait_all = false, const std::vector<NodeVote>* known = nullptr);
 
   // The nodes the request goes to.
-  const std::vector<std::size_t>& asked() const noexcept { return asked_; }
+  const std::vector<std::size_t>& asked() const noexcept {
+    return every_node_ != nullptr ? *every_node_ : asked_;
+  }
   // Records node `node`'s votes (one per item; a pending vote counts as a protocol error; a node
   // already heard from is ignored). Returns the items newly decided by it, in order.
   std::vector<std::size_t> record(std::size_t node, std::vector<NodeVote> votes);
@@ -75,6 +77,9 @@ class FanOutTally {
   std::vector<std::vector<NodeVote>> more_votes_;
   std::size_t nodes_;
   std::vector<bool> heard_;  // only for a fan-out of no item (answered())
+  // Asked: every node (nearly every fan-out, so a list shared by all of them, built once: no
+  // list of its own to allocate), or the nodes in asked_.
+  const std::vector<std::size_t>* every_node_ = nullptr;
   std::vector<std::size_t> asked_;
   std::size_t outstanding_ = 0;
 };

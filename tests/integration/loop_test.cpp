@@ -104,5 +104,43 @@ TEST_F(LoopTest, APromiseMadeAfterThisTurnsInboxCheckIsKeptBeforeThePoll) {
   EXPECT_EQ(status, std::future_status::ready) << "the task posted under the promise never ran";
 }
 
+// A task keeps a small callable in place and a large one on the heap; both run once, are
+// destroyed once, and an empty callable makes an empty task (lib/net/task.hpp).
+TEST(TaskTest, SmallAndLargeCallablesRunOnceAndAreDestroyedOnce) {
+  auto alive = std::make_shared<int>(0);
+  int ran = 0;
+  {
+    Task small([alive, &ran] { ++ran; });
+    struct Large {
+      std::shared_ptr<int> alive;
+      int* ran;
+      char pad[Task::kInline];
+      void operator()() { ++*ran; }
+    };
+    Task large(Large{alive, &ran, {}});
+    EXPECT_EQ(alive.use_count(), 3);
+    Task moved(std::move(large));
+    Task assigned;
+    assigned = std::move(small);
+    EXPECT_FALSE(small);  // NOLINT(bugprone-use-after-move): what a move leaves
+    EXPECT_FALSE(large);  // NOLINT(bugprone-use-after-move)
+    ASSERT_TRUE(moved);
+    ASSERT_TRUE(assigned);
+    moved();
+    assigned();
+    EXPECT_EQ(ran, 2);
+    EXPECT_EQ(alive.use_count(), 3);
+  }
+  EXPECT_EQ(alive.use_count(), 1);
+  EXPECT_FALSE(Task(std::function<void()>()));
+  EXPECT_FALSE(Task(nullptr));
+  EXPECT_THROW(Task()(), std::bad_function_call);
+  auto only_moves = std::make_unique<int>(7);
+  int seen = 0;
+  Task move_only([p = std::move(only_moves), &seen] { seen = *p; });
+  move_only();
+  EXPECT_EQ(seen, 7);
+}
+
 }  // namespace
 }  // namespace redlock::detail
