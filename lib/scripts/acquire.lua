@@ -266,7 +266,9 @@ if ARGV[8] == 'shared' then
     local other = string.sub(value, #TURN + 1)
     local due = tonumber(try('HGET', turns, other))
     if due and (other == ticket or reader_ticket(other)) then
-      holder = false
+      -- A reader's turn: free to readers, and to a writer ahead of them in line, whose turn
+      -- then holds L instead (below).
+      holder, free = false, true
     elseif due and not alive(other, due) then
       holder, free = false, true
       table.insert(missed, other)
@@ -304,6 +306,13 @@ if ARGV[8] == 'shared' then
       end
       if due then
         drop_missed()
+        -- L must not keep a reader's turn that this refusal ends: standing in line again takes
+        -- the reader's turn out of the turns, and L would then hold no turn but a value that
+        -- refuses everyone, the writer ahead included, until its ttl. It holds the writer's turn
+        -- for what is left of it.
+        if due > now and value == TURN .. ticket and redis.call('GET', L) == value then
+          try('SET', L, TURN .. head, 'PX', due - now)
+        end
         if lined then stand_in_line() end
         local left = redis.call('PTTL', L)
         if left < 0 then left = math.max(due - now, 0) end
