@@ -99,6 +99,9 @@ class REDLOCK_API HeldLock {
   std::uint64_t fencing_token() const noexcept;
   /// \return The slot of a permit of a semaphore (Lock::permit); -1 for a mutex or when empty.
   int permit() const noexcept;
+  /// \return True for a reader's share of a read-write lock (Lock::shared); false for a writer,
+  /// a mutex or a permit, and when empty.
+  bool shared() const noexcept;
 
   /// Stops renewal for good and runs compare-and-delete on every node. Blocking (not from a
   /// callback). When it fails while some node could not run it (Vote::failed: down, paused,

@@ -11,6 +11,7 @@
 #include "redlock/lock.hpp"
 #include "redlock/mutex.hpp"
 #include "redlock/observer.hpp"
+#include "redlock/shared_mutex.hpp"
 #include "redlock/version.hpp"
 
 /// \namespace redlock

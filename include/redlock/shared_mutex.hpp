@@ -41,6 +41,7 @@ class REDLOCK_API SharedMutex {
 
   /// \name Exclusive (a writer)
   /// \{
+
   /// \brief Blocks until acquired (sleeping until a release notice or a turn).
   /// \throws redlock::Error when it cannot be (no quorum, shutting down, the loop thread, this
   /// thread holds it already).
@@ -54,6 +55,7 @@ class REDLOCK_API SharedMutex {
     return lock_within(wait_of(d), false, false);
   }
   /// \param t When to give up, on any clock; one in the past tries once.
+  /// \return False when the lock could not be taken.
   template <typename C, typename D>
   bool try_lock_until(const std::chrono::time_point<C, D>& t) {
     return try_lock_for(t - C::now());
@@ -65,17 +67,20 @@ class REDLOCK_API SharedMutex {
 
   /// \name Shared (a reader)
   /// \{
+
   /// \brief Blocks until acquired as a reader.
   /// \throws redlock::Error as lock() does.
   void lock_shared();
   /// \return False when a writer holds it or waits, or no quorum answered.
   bool try_lock_shared();
   /// \param d How long to try; zero or less tries once.
+  /// \return False when it could not be taken as a reader.
   template <typename Rep, typename Period>
   bool try_lock_shared_for(const std::chrono::duration<Rep, Period>& d) {
     return lock_within(wait_of(d), false, true);
   }
   /// \param t When to give up, on any clock; one in the past tries once.
+  /// \return False when it could not be taken as a reader.
   template <typename C, typename D>
   bool try_lock_shared_until(const std::chrono::time_point<C, D>& t) {
     return try_lock_shared_for(t - C::now());

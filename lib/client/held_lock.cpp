@@ -103,6 +103,7 @@ const std::string& HeldLock::token() const {
 }
 
 int HeldLock::permit() const noexcept { return lease_ ? lease_->permit : -1; }
+bool HeldLock::shared() const noexcept { return lease_ && lease_->shared; }
 
 std::uint64_t HeldLock::fencing_token() const noexcept {
   return lease_ ? lease_->fencing_token : 0;

@@ -148,6 +148,31 @@ std::size_t in_line(RedisCluster& cluster, std::size_t node) {
   return n.empty() || n[0] < '0' || n[0] > '9' ? 0 : std::stoul(n);
 }
 
+// Client::hold of a reader: a HeldLock that says it is a reader's share, renewed past its lease,
+// and a writer's hold of the same resource that says it is not (and waits for the reader).
+TEST(ReadWriteLock, AHeldReaderSaysItIsSharedAndIsRenewed) {
+  RedisCluster cluster(3);
+  Client c(held_config(cluster, 600ms));
+  ASSERT_TRUE(eventually([&] { return test::connected_to_all(c); }, 5s));
+  AcquireRequest r({"doc"});
+  r.shared = true;
+  auto h = c.hold(r);
+  ASSERT_TRUE(h) << h.message();
+  EXPECT_TRUE(h.lock.shared());
+  EXPECT_EQ(h.lock.permit(), -1);
+  std::this_thread::sleep_for(1000ms);
+  EXPECT_TRUE(h.lock.valid()) << "renewed past its lease";
+  auto refused = c.hold(AcquireRequest({"doc"}));
+  EXPECT_EQ(refused.error, Errc::not_acquired) << refused.message();
+  ASSERT_TRUE(h.lock.release());
+  AcquireRequest w({"doc"});
+  w.wait = 2000ms;
+  auto hw = c.hold(w);
+  ASSERT_TRUE(hw) << hw.message();
+  EXPECT_FALSE(hw.lock.shared());
+  ASSERT_TRUE(hw.lock.release());
+}
+
 // Readers share, renewed while held (a hold twice as long as the lease stays valid).
 TEST(SharedMutex, ReadersShareAndAreRenewedWhileHeld) {
   RedisCluster cluster(3);
