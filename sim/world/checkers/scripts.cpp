@@ -63,7 +63,7 @@ void World::check_script(int c, std::size_t n, const std::vector<std::string>& a
   // release must know it has somebody to tell.
   // A permit's grant (ARGV[8], ARGV[9]: k and the slot; KEYS the k slot keys, KEYS[1] the
   // semaphore's lock key, whose line and sign-ups its waiters use) marks the slot it granted.
-  bool permit = acquire && args.size() >= 9;
+  bool permit = acquire && args.size() >= 9;  // (a reader's acquire has 8)
   if (granted && permit && !marked.empty()) {
     auto slot = static_cast<std::size_t>(std::strtoul(args[8].c_str(), nullptr, 10));
     if (slot < keys.size() &&
@@ -72,7 +72,10 @@ void World::check_script(int c, std::size_t n, const std::vector<std::string>& a
       report("unmarked", keys[slot],
              "granted a permit while others wait, and left the slot unmarked");
   }
-  if (granted && !permit && args.size() >= 7 && !marked.empty())
+  // A reader's grant (ARGV[8] 'shared') leaves the lock key holding the readers' marker, not its
+  // token: checker 13 judges it.
+  bool reader = acquire && args.size() >= 8 && args[7] == "shared";
+  if (granted && !permit && !reader && args.size() >= 7 && !marked.empty())
     for (const auto& k : keys)
       if ((node.key(aux_of(k, "queue"), now) || node.key(aux_of(k, "others"), now)) &&
           string_at(k) != marked)
