@@ -30,13 +30,21 @@ bool same_token(const std::string& a, const std::string& b) {
   return !a.empty() && a.size() == b.size() && a.compare(0, a.size() - 1, b, 0, b.size() - 1) == 0;
 }
 
+// A reader's ticket in the line: "<its client's channel>#r<n>@<ms>" (acquire.lua's reader form
+// documents it; a writer's has a digit after the '#').
+bool reader_ticket(const std::string& ticket) {
+  auto hash = ticket.rfind('#');
+  return hash != std::string::npos && hash + 1 < ticket.size() && ticket[hash + 1] == 'r';
+}
+
 bool is_rw(const Claim& c) { return c.resources.size() == 1 && c.resources[0] == kRwLock; }
 
 }  // namespace
 
 std::map<std::string, std::int64_t> World::readers_on(std::size_t n) const {
+  // A node down with its data still counts (checker 7: its keys come back with it); the callers
+  // that need it up ask.
   std::map<std::string, std::int64_t> out;
-  if (!nodes_[n].up) return out;
   std::int64_t now = node_ms(n);
   auto set = nodes_[n].redis->key(aux_of(prefix_ + kRwLock, "readers"), now);
   if (!set || set->type != KeyType::zset) return out;
@@ -159,8 +167,10 @@ void World::rw_liveness() {
   }
   std::string lock = prefix_ + kRwLock;
   // Free to write: on every node neither a writer's token nor the marker nor an unexpired
-  // reader (a turn holds nothing). Free to read: on every node no writer's token, and no live
-  // writer waits (a reader stands behind any writer in line).
+  // reader (a turn holds nothing). Free to read: on every node no writer's token and no writer's
+  // ticket in the line, and no writer of the workload waits (a reader stands behind any live
+  // writer in line; a writer's ticket whose clean-up a fault lost, of a client that still
+  // listens, looks live to the nodes until its turn comes, which waits for the readers to go).
   bool write_free = true, read_free = true;
   for (std::size_t n = 0; n < nodes_.size(); ++n) {
     auto k = nodes_[n].redis->key(lock, node_ms(n));
@@ -168,6 +178,10 @@ void World::rw_liveness() {
     bool marker = k && k->type == KeyType::string && k->value.str == readers_marker();
     write_free = write_free && (!k || turn) && readers_on(n).empty();
     read_free = read_free && (!k || turn || marker);
+    auto line = nodes_[n].redis->key(aux_of(lock, "queue"), node_ms(n));
+    if (line && line->type == KeyType::zset)
+      for (std::size_t i = 0; i < line->value.items.size() && read_free; i += 2)
+        read_free = reader_ticket(line->value.items[i].str);
   }
   auto live_waiter = [&](const ClientState& cl, OpKind kind) {
     return cl.alive && cl.has_op && cl.op.kind == kind && cl.op.waiting;
