@@ -59,6 +59,12 @@ struct AcquireRequest {
   unsigned permits = 0;
   /// The largest #permits.
   static constexpr unsigned max_permits = 1024;
+  /// A reader of the resource's read-write lock (docs/proposal-kinds.md, "The read-write lock";
+  /// redlock::SharedMutex): readers share it with each other, never with a writer. A writer is
+  /// any other acquire of the resource (a mutex). One resource only, and not with #permits
+  /// (Errc::invalid_argument otherwise). Waiting readers and writers stand in one line: a
+  /// waiting writer holds back readers that come after it (Lock::shared).
+  bool shared = false;
 };
 
 /// \brief Health of one node, as `redlock status` prints it.
@@ -192,6 +198,7 @@ class REDLOCK_API Client {
  private:
   friend class HeldLock;
   friend class Mutex;
+  friend class SharedMutex;
   AcquireResult arrived(AcquireResult r);
   friend class Election;
   friend class LeaderWatch;

@@ -35,6 +35,9 @@ struct REDLOCK_API Lock {
   /// A permit of a semaphore (AcquireRequest::permits): the slot it holds, 0 to k - 1. -1 for a
   /// mutex. Release, extend and renewal act on that slot's key alone.
   int permit = -1;
+  /// A reader of the resource's read-write lock (AcquireRequest::shared); false for a writer or
+  /// a mutex. Release, extend and renewal act on the reader's entry alone.
+  bool shared = false;
 
   /// An empty lock: no resource, never valid.
   Lock() = default;

@@ -2,6 +2,7 @@
 // completions into blocking calls.
 #include "redlock/client.hpp"
 #include "redlock/mutex.hpp"
+#include "redlock/shared_mutex.hpp"
 
 #include <thread>
 
@@ -53,6 +54,10 @@ std::string check_request(const AcquireRequest& request, Milliseconds ttl, const
           std::to_string(AcquireRequest::max_permits) + ")";
   if (bad.empty() && request.permits > 0 && request.resources.size() != 1)
     bad = "a permit of a semaphore is of one resource";
+  if (bad.empty() && request.shared && request.permits > 0)
+    bad = "a reader of a read-write lock is not a permit of a semaphore";
+  if (bad.empty() && request.shared && request.resources.size() != 1)
+    bad = "a reader of a read-write lock is of one resource";
   return bad;
 }
 
@@ -64,6 +69,8 @@ std::string check_lock(const Lock& lock) {
   if (bad.empty() && lock.token.empty()) bad = "token is empty";
   if (bad.empty() && lock.permit >= 0 && lock.resources.size() != 1)
     bad = "a permit of a semaphore is of one resource";
+  if (bad.empty() && lock.shared && (lock.permit >= 0 || lock.resources.size() != 1))
+    bad = "a reader of a read-write lock is of one resource, and no permit";
   if (bad.empty() && lock.permit >= static_cast<int>(AcquireRequest::max_permits))
     bad = "permit " + std::to_string(lock.permit) + " is above the largest slot (" +
           std::to_string(AcquireRequest::max_permits - 1) + ")";
@@ -135,6 +142,11 @@ bool detail::post_via(const std::weak_ptr<ClientLink>& link, std::function<void(
 // Here rather than in mutex.cpp: the client hands its table to the mutex, which then knows the
 // client only through the table's link.
 Mutex::Mutex(Client& client, std::string resource, MutexOptions options)
+    : table_(client.impl_->mutexes_),
+      resource_(std::move(resource)),
+      options_(std::move(options)) {}
+
+SharedMutex::SharedMutex(Client& client, std::string resource, MutexOptions options)
     : table_(client.impl_->mutexes_),
       resource_(std::move(resource)),
       options_(std::move(options)) {}

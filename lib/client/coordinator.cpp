@@ -289,6 +289,7 @@ void Coordinator::hold(AcquireRequest request, Milliseconds ttl, bool renew, Los
             lease->token = r.lock.token;
             lease->fencing_token = r.lock.fencing_token;
             lease->permit = r.lock.permit;
+            lease->shared = r.lock.shared;
             lease->ttl = r.lock.ttl;
             lease->renew = renew;
             lease->link = std::move(link);
@@ -334,6 +335,7 @@ void Coordinator::release_lease(const std::shared_ptr<Lease>& lease, Client::Rel
   lock.resources = lease->resources;
   lock.token = lease->token;
   lock.permit = lease->permit;
+  lock.shared = lease->shared;
   lock.valid_until = lease->valid_until();
   release(std::move(lock), std::move(done), lease);
 }

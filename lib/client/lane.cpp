@@ -422,6 +422,9 @@ void Lane::drive(Call& call, proto::Actions& first) {
 
 std::optional<AcquireResult> Lane::acquire(AcquireRequest& request, Milliseconds ttl) {
   if (request.cancel) return std::nullopt;  // its cancel hook is the loop's
+  // A reader of a read-write lock never takes the lane: its script form is the loop's, and it
+  // never asks with the quick command (AcquireMachine).
+  if (request.shared) return std::nullopt;
   const bool waits = request.wait && request.wait->count() > 0;
   auto lock = take(mutex_);
   if (!lock.owns_lock()) return std::nullopt;

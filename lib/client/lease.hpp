@@ -23,7 +23,8 @@ struct Lease {
   std::vector<std::string> keys;
   std::string token;
   std::uint64_t fencing_token = 0;
-  int permit = -1;  // Lock::permit
+  int permit = -1;      // Lock::permit
+  bool shared = false;  // Lock::shared
   Milliseconds ttl{0};
   bool renew = false;
   std::weak_ptr<ClientLink> link;

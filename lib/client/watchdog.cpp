@@ -20,6 +20,7 @@ void Watchdog::add(const std::shared_ptr<Lease>& lease, Clock::time_point now,
   info.ttl = lease->ttl;
   info.renew = lease->renew;
   info.permit = lease->permit >= 0;
+  info.shared = lease->shared;
   info.valid_until = lease->valid_until();
   info.next_renewal = proto::first_renewal(now, info.valid_until, lease->ttl);
   machine_.add(lease->id, std::move(info), now, out);

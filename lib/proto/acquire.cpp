@@ -16,6 +16,7 @@ AcquireMachine::AcquireMachine(Context& context, const AcquireRequest& request, 
       keys_(context.keys_of(resources_)),
       ttl_(ttl),
       fencing_(request.fencing),
+      shared_(request.shared),
       timer_(context.next_timer()) {
   if (!request.wait) {
     max_attempts_ = 1 + ctx_.config().retry_count;
@@ -29,7 +30,7 @@ AcquireMachine::AcquireMachine(Context& context, const AcquireRequest& request, 
     // A waiter for one key stands in line: its place is when it began to wait, the same number
     // on every node (microseconds since the epoch; ties go by ticket). A waiter for several
     // keys is told of their releases on the same channel.
-    ticket_ = ctx_.new_ticket(id_);
+    ticket_ = ctx_.new_ticket(id_, shared_);
     place_ = std::to_string(place);
   }
   if (request.permits > 0 && keys_.size() == 1) {
@@ -169,12 +170,16 @@ void AcquireMachine::send_acquire(const std::vector<NodeVote>* known, Clock::tim
   // (docs/guide-waiting.md); a server too old for it gets the script, built only then (on_reply).
   // A waiter's first attempt, unless a release notice began it (then somebody waits).
   bool first = attempts_ == 1 && notice_.empty();
-  quick_ = permits_ == 0 &&
+  // A reader never asks with the quick command: it is the script's reader form or nothing.
+  quick_ = permits_ == 0 && !shared_ &&
            quick_acquire_applies(waits_, first, fencing_, keys_.size(), ctx_.quick_acquire());
   if (quick_) {
     live.quick = true;
     live.sent = now;
     send.request = std::make_shared<const Request>(quick_acquire_request(keys_[0], token_, ttl_));
+  } else if (shared_) {
+    send.request = std::make_shared<const Request>(reader_request(
+        keys_[0], token_, ttl_, fencing_, ticket_, place_, line_kept(now), ctx_.turn_length()));
   } else if (permits_ > 0) {
     send.request = std::make_shared<const Request>(
         permit_request(slot_keys_, token_, ttl_, fencing_, ticket_, place_, line_kept(now),
@@ -298,6 +303,7 @@ void AcquireMachine::on_attempt(RequestId id, Clock::time_point now, Actions& ou
       r.lock.valid_until = *valid_until;
       r.lock.ttl = ttl_;
       if (permits_ > 0) r.lock.permit = static_cast<int>(slot_);
+      r.lock.shared = shared_;
       if (fencing_) {
         write_back(std::move(r), now, out);
         return;
@@ -324,8 +330,8 @@ void AcquireMachine::write_back(AcquireResult granted, Clock::time_point now, Ac
   Send send;
   send.id = id;
   send.job = id_;
-  send.request =
-      std::make_shared<const Request>(fence_request(keys_, token_, granted.lock.fencing_token));
+  send.request = std::make_shared<const Request>(
+      fence_request(keys_, token_, granted.lock.fencing_token, shared_));
   send.nodes = live.tally.asked();
   live.granted = std::move(granted);
   current_ = id;
@@ -407,9 +413,11 @@ void AcquireMachine::clean_up(const std::vector<std::string>& keys, const std::s
   send.id = ctx_.next_request();
   send.job = id_;
   // A permit's clean-up lets the semaphore's k go where it leaves no slot held (scripts.hpp).
+  // A reader's takes out its own entry alone (scripts.hpp).
   send.request = std::make_shared<const Request>(
-      permits_ > 0 ? permit_release_request(keys[0], token, /*announce=*/false, line)
-                   : release_request(keys, token, /*announce=*/false, line));
+      shared_        ? reader_release_request(keys[0], token, /*announce=*/false, line)
+      : permits_ > 0 ? permit_release_request(keys[0], token, /*announce=*/false, line)
+                     : release_request(keys, token, /*announce=*/false, line));
   for (std::size_t i = 0; i < ctx_.nodes(); ++i)
     if (spare == nullptr || i >= spare->size() || !(*spare)[i]) send.nodes.push_back(i);
   send.reply_wanted = false;
@@ -423,8 +431,9 @@ void AcquireMachine::leave_waiting(Actions& out) {
   send.id = ctx_.next_request();
   send.job = id_;
   send.request =
-      std::make_shared<const Request>(permits_ > 0 ? leave_permit_request(slot_keys_, ticket_)
-                                                   : leave_waiting_request(keys_, ticket_));
+      std::make_shared<const Request>(shared_        ? leave_reader_request(keys_[0], ticket_)
+                                      : permits_ > 0 ? leave_permit_request(slot_keys_, ticket_)
+                                                     : leave_waiting_request(keys_, ticket_));
   for (std::size_t i = 0; i < ctx_.nodes(); ++i) send.nodes.push_back(i);
   send.reply_wanted = false;
   out.push_back(std::move(send));

@@ -65,6 +65,8 @@ class AcquireMachine final : public Waiter {
   int attempts() const noexcept { return attempts_; }
   // A permit of a semaphore: its number of permits (AcquireRequest::permits); 0 for a mutex.
   unsigned permits() const noexcept { return permits_; }
+  // A reader of a read-write lock (AcquireRequest::shared).
+  bool shared() const noexcept { return shared_; }
 
  private:
   enum class Round { acquire, fence };
@@ -123,6 +125,7 @@ class AcquireMachine final : public Waiter {
   std::string place_;   // and its place in the queue
   Milliseconds ttl_;
   bool fencing_ = false;
+  bool shared_ = false;  // a reader of a read-write lock (AcquireRequest::shared)
   int max_attempts_ = 1;
   bool waits_ = false;
   std::optional<Clock::time_point> deadline_;

@@ -25,8 +25,9 @@ Milliseconds Context::turn_length() const noexcept {
   return std::max(Milliseconds(100), config_.request_timeout);
 }
 
-std::string Context::new_ticket(std::uint64_t job) const {
-  return turn_channel_ + "#" + std::to_string(job) + "@" + std::to_string(turn_length().count());
+std::string Context::new_ticket(std::uint64_t job, bool reader) const {
+  return turn_channel_ + (reader ? "#r" : "#") + std::to_string(job) + "@" +
+         std::to_string(turn_length().count());
 }
 
 std::vector<std::string> Context::keys_of(const std::vector<std::string>& resources) const {

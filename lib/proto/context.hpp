@@ -77,7 +77,8 @@ class Context {
   // the nodes give it at most their MAX_TURN, 2 s).
   Milliseconds turn_length() const noexcept;
   // A waiter's name in the nodes' queues, "<turn channel>#<job>@<turn_length in ms>".
-  std::string new_ticket(std::uint64_t job) const;
+  // `reader`: a reader of a read-write lock, "<channel>#r<job>@<ms>" (acquire.lua).
+  std::string new_ticket(std::uint64_t job, bool reader = false) const;
   // Keys of resources: the key prefix and the resource (lib/core/keys.hpp: lock_key).
   std::vector<std::string> keys_of(const std::vector<std::string>& resources) const;
   // The keys a held lock holds its token at: its resources' keys, or a permit's slot key.

@@ -91,15 +91,19 @@ void Notices::on_turn(std::string_view payload, Clock::time_point now, Actions& 
   auto bar = payload.find('|');
   if (bar == std::string_view::npos) return;
   auto rest = payload.substr(bar + 1);
-  // The ticket is one of ours, "<turn channel>#<job>@<turn's length>"; the key follows it.
+  // The ticket is one of ours, "<turn channel>#<job>@<turn's length>" ("#r<job>" for a reader);
+  // the key follows it.
   std::string_view ticket;
   std::uint64_t job = 0;
+  bool reader = false;  // a reader's ticket, "#r<job>" (Context::new_ticket)
   const auto& mine = context_.turn_channel();
   if (rest.substr(0, mine.size() + 1) == mine + "#") {
     auto end = rest.find('|', mine.size() + 1);
     if (end == std::string_view::npos || end == mine.size() + 1) return;
     auto digits = rest.substr(mine.size() + 1, end - mine.size() - 1);
     digits = digits.substr(0, digits.find('@'));
+    reader = !digits.empty() && digits[0] == 'r';
+    if (reader) digits.remove_prefix(1);
     if (digits.empty()) return;
     for (char ch : digits) {
       if (ch < '0' || ch > '9') return;
@@ -124,7 +128,9 @@ void Notices::on_turn(std::string_view payload, Clock::time_point now, Actions& 
   if (!ticket.empty() && named == nullptr) {
     // The turn of a waiter of ours that is gone: hand it on at once instead of letting it lapse.
     // Once: the copies that come after are that turn again.
-    if (!copy) out.push_back(send_to_all(context_, leave_line_request(key, std::string(ticket))));
+    if (!copy)
+      out.push_back(send_to_all(context_, reader ? leave_reader_request(key, std::string(ticket))
+                                                 : leave_line_request(key, std::string(ticket))));
     return;
   }
   if (copy) {

@@ -126,6 +126,27 @@ Request leave_permit_request(const std::vector<std::string>& slot_keys, const st
   return r;
 }
 
+Request reader_request(const std::string& key, const std::string& token, Milliseconds ttl,
+                       bool fencing, const std::string& ticket, const std::string& place,
+                       Milliseconds keep, Milliseconds turn_length) {
+  Request r = acquire_request({key}, token, ttl, fencing, ticket, place, keep, turn_length);
+  r.args.emplace_back("shared");
+  return r;
+}
+
+Request reader_release_request(const std::string& key, const std::string& token, bool announce,
+                               const Line* line) {
+  Line none{"", "", Milliseconds(0)};
+  Request r = release_request({key}, token, announce, line != nullptr ? line : &none);
+  r.args.emplace_back("shared");
+  return r;
+}
+
+Request leave_reader_request(const std::string& key, const std::string& ticket) {
+  Line line{ticket, "", Milliseconds(0)};
+  return reader_release_request(key, "-", /*announce=*/false, &line);
+}
+
 Request quick_acquire_request(const std::string& key, const std::string& token, Milliseconds ttl) {
   Request r;
   r.decoder = Decoder::quick_acquire;
@@ -180,18 +201,22 @@ Request renew_request(const std::vector<Renewal>& locks) {
     r.args.push_back(*l.token);
     r.args.push_back(ms_arg(l.ttl));
     auto n = static_cast<long long>(l.keys->size());
-    r.args.push_back(std::to_string(l.permit ? -n : n));
+    if (l.shared)
+      r.args.emplace_back("r");
+    else
+      r.args.push_back(std::to_string(l.permit ? -n : n));
   }
   return r;
 }
 
 Request fence_request(const std::vector<std::string>& keys, const std::string& token,
-                      std::uint64_t fencing_token) {
+                      std::uint64_t fencing_token, bool shared) {
   Request r;
   r.script = ScriptId::fence;
   r.decoder = Decoder::fence;
   r.keys = keys;
   r.args = {token, std::to_string(fencing_token)};
+  if (shared) r.args.emplace_back("shared");
   return r;
 }
 

@@ -68,6 +68,20 @@ Request permit_release_request(const std::string& slot_key, const std::string& t
 // turn. release.lua's line form, ARGV[6] 'line'.
 Request leave_permit_request(const std::vector<std::string>& slot_keys, const std::string& ticket);
 
+// A reader of a read-write lock (AcquireRequest::shared): acquire.lua on its lock key, the
+// arguments of acquire_request, then 'shared' (ARGV[8]). The reader's ticket says it is a reader
+// (Context::new_ticket). Decoder::acquire, the mutex's reply shapes.
+Request reader_request(const std::string& key, const std::string& token, Milliseconds ttl,
+                       bool fencing, const std::string& ticket, const std::string& place,
+                       Milliseconds keep, Milliseconds turn_length);
+// The release of a reader (Lock::shared): release.lua's reader form on its lock key (token,
+// '1'/'0' announce, ticket, place, keep, 'shared'). Without `announce`, the clean-up of a failed
+// attempt (silent); with `line`, it puts the waiter back in line there. Decoder::release.
+Request reader_release_request(const std::string& key, const std::string& token,
+                               bool announce = true, const Line* line = nullptr);
+// A reader waiter that is gone leaves the line of `key` (the token "-": nothing is released).
+Request leave_reader_request(const std::string& key, const std::string& ticket);
+
 // The quick acquire, one plain command: SET key token NX PX ttl GET (Redis 7.0 or newer).
 // Decoder::quick_acquire. A server too old for it answers "ERR syntax error" (is_syntax_error).
 Request quick_acquire_request(const std::string& key, const std::string& token, Milliseconds ttl);
@@ -89,18 +103,20 @@ Request leave_sign_ups_request(const std::vector<std::string>& keys, const std::
 Request leave_waiting_request(const std::vector<std::string>& keys, const std::string& ticket);
 
 // renew.lua: per lock, its keys (in KEYS, lock after lock) and token, ttl, number of keys (negated
-// for a permit, whose semaphore's permits key is kept as long). Decoder::renew, one item per lock.
+// for a permit, whose semaphore's permits key is kept as long; 'r' for a reader). Decoder::renew,
+// one item per lock.
 struct Renewal {
   const std::vector<std::string>* keys;
   const std::string* token;
   Milliseconds ttl;
   bool permit = false;  // a permit of a semaphore (Lock::permit): its one slot key
+  bool shared = false;  // a reader of a read-write lock (Lock::shared): its lock key, sent as 'r'
 };
 Request renew_request(const std::vector<Renewal>& locks);
 
-// fence.lua: token, the fencing token. Decoder::fence.
+// fence.lua: token, the fencing token, and 'shared' for a reader (its lock key). Decoder::fence.
 Request fence_request(const std::vector<std::string>& keys, const std::string& token,
-                      std::uint64_t fencing_token);
+                      std::uint64_t fencing_token, bool shared = false);
 
 // leader.lua (docs/guide-election.md): the grant's write of the office's leader (token, term,
 // value; Decoder::leader_write), and the read of it (Decoder::leader_read).

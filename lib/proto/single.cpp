@@ -49,8 +49,9 @@ void ExtendMachine::start(Clock::time_point now, Actions& out) {
   auto keys = ctx_.held_keys(lock_);
   tally_.emplace(ctx_.nodes(), 1, now);
   id_ = ctx_.next_request();
-  out.push_back(send_to_all(renew_request({Renewal{&keys, &lock_.token, ttl_, lock_.permit >= 0}}),
-                            *tally_, id_));
+  out.push_back(send_to_all(
+      renew_request({Renewal{&keys, &lock_.token, ttl_, lock_.permit >= 0, lock_.shared}}), *tally_,
+      id_));
 }
 
 void ExtendMachine::on_reply(RequestId request, std::size_t node, std::vector<NodeVote> votes,
@@ -70,10 +71,11 @@ void ReleaseMachine::start(Clock::time_point now, Actions& out) {
   if (tally_) return;
   tally_.emplace(ctx_.nodes(), 1, now);
   id_ = ctx_.next_request();
-  out.push_back(send_to_all(lock_.permit >= 0
-                                ? permit_release_request(ctx_.held_keys(lock_)[0], lock_.token)
-                                : release_request(ctx_.held_keys(lock_), lock_.token),
-                            *tally_, id_));
+  Request request = lock_.shared ? reader_release_request(ctx_.held_keys(lock_)[0], lock_.token)
+                    : lock_.permit >= 0
+                        ? permit_release_request(ctx_.held_keys(lock_)[0], lock_.token)
+                        : release_request(ctx_.held_keys(lock_), lock_.token);
+  out.push_back(send_to_all(std::move(request), *tally_, id_));
 }
 
 void ReleaseMachine::on_reply(RequestId request, std::size_t node, std::vector<NodeVote> votes,

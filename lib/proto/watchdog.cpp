@@ -16,6 +16,7 @@ LeaseInfo lease_of(const Lock& lock, std::vector<std::string> keys, bool renew,
   info.ttl = lock.ttl;
   info.renew = renew;
   info.permit = lock.permit >= 0;
+  info.shared = lock.shared;
   info.valid_until = lock.valid_until;
   info.next_renewal = first_renewal(now, lock.valid_until, lock.ttl);
   return info;
@@ -162,7 +163,7 @@ void WatchdogMachine::renew(Batch batch, Clock::time_point now, Actions& out) {
   renewals.reserve(batch.size());
   for (auto id : batch) {
     const auto& info = leases_.at(id).info;
-    renewals.push_back(Renewal{&info.keys, &info.token, info.ttl, info.permit});
+    renewals.push_back(Renewal{&info.keys, &info.token, info.ttl, info.permit, info.shared});
   }
   Send send;
   send.id = ctx_.next_request();

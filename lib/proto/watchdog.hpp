@@ -28,6 +28,7 @@ struct LeaseInfo {
   Milliseconds ttl{0};
   bool renew = false;                // renewed (hold) or only watched for its deadline
   bool permit = false;               // a permit of a semaphore (Lock::permit)
+  bool shared = false;               // a reader of a read-write lock (Lock::shared)
   Clock::time_point valid_until{};   // the deadline the holder believes
   Clock::time_point next_renewal{};  // when to renew next (a granted lock: first_renewal)
 };

@@ -17,6 +17,7 @@
 -- attempt under another address (one server listed twice), and it must not vote twice.
 -- Returns {0, ms, 'turn:<digest>'} when the key is free but it is another waiter's turn: how
 -- long that turn lasts and a name for it.
+-- A reader of a read-write lock (ARGV[8] 'shared': see below) is granted or refused as a mutex.
 -- A permit of a semaphore (ARGV[8], ARGV[9]: see below) is granted {1, fence} or refused
 -- {0, pttl, holder, a free slot or -1}, or {-2, k} when the node keeps another number of permits.
 -- A refused waiter for one key stands in the key's queue (aux 'queue', by place); a refused
@@ -202,6 +203,151 @@ local function fence_counter(key)
     if best then redis.call('SET', c, best) end
   end
   return c
+end
+
+-- A reader of the read-write lock whose lock key is KEYS[1] (L), when ARGV[8] is 'shared'
+-- (docs/proposal-kinds.md, "The read-write lock"); ARGV[1..7] as above, ARGV[7] always given
+-- (a reader keeps to the line). A writer is a mutex holder of L, unchanged. The readers are
+-- the sorted set aux(L, 'readers'): member a reader's token, score the end of its lease in ms
+-- on this node's clock; the set's PTTL covers its highest score. While a reader is unexpired
+-- here, L holds READERS (below) with a PTTL that covers every reader's score too, so that every
+-- mutex acquire (this script, the quick SET NX, another library's) is refused while readers
+-- hold. A reader's ticket is "<its client's channel>#r<n>@<ms>" (a writer's has no 'r'), so
+-- that the one line tells readers from writers.
+-- A reader is granted when L is absent, holds READERS, holds its own turn (TURN .. ticket,
+-- named by the line's turns), or holds another reader's turn (readers share it), or a turn that
+-- passed; and no live writer stands in the line ahead of it (any live writer at all, for a
+-- reader that does not wait). A live waiter's turn has not passed and its client still listens
+-- (PUBSUB NUMSUB); a writer ahead whose turn has not begun gets it where L is free, as the
+-- mutex's acquire gives it. On a grant: ZADD (its first write: a node out of memory refuses),
+-- L and the set kept at least as long as every reader, the one fence counter INCRed when
+-- fenced, the reader out of the line, and the readers next in line before the first writer told
+-- of their turn on their client's channel ("<name>|<ticket>|<key>"), 16 at most per run.
+-- Replies as the mutex's: {1, fence} or {0, ms, holder} ('turn:<digest>' for a waiting writer
+-- or a turn that holds L).
+local READERS = 'readers\0'
+local function reader_ticket(t)
+  return string.find(t, '#r%d+@%d+$') ~= nil
+end
+if ARGV[8] == 'shared' then
+  if #KEYS ~= 1 or ARGV[7] == nil then
+    return redis.error_reply('ERR redlock: a reader takes one key and the line')
+  end
+  -- Writes follow TIME below: on a server that replicates a script itself (before Redis 5), they
+  -- need effects replication. (A no-op on Redis 7.)
+  if redis.replicate_commands then pcall(redis.replicate_commands) end
+  local L = KEYS[1]
+  local readers, q, turns = aux(L, 'readers'), aux(L, 'queue'), aux(L, 'turns')
+  local value = redis.call('GET', L)
+  if not clock() then return redis.error_reply('ERR redlock: TIME failed') end
+  local function turn_name(who) return 'turn:' .. string.sub(redis.sha1hex(who), 1, 11) end
+  -- A waiter is alive while its turn (due: its end, or nil when none began) has not passed and
+  -- its client listens on its channel; unknown (an ACL without PUBSUB): alive, its turn's end or
+  -- the line's ttl bounds it.
+  local function alive(who, due)
+    if due and due <= now then return false end
+    local channel = string.match(who, '^(.*)#')
+    if not channel then return false end
+    local subs = try('PUBSUB', 'NUMSUB', channel)
+    return not subs or tonumber(subs[2]) ~= 0
+  end
+  local missed = {}
+  local function drop_missed()
+    for _, m in ipairs(missed) do
+      try('ZREM', q, m)
+      try('HDEL', turns, m)
+    end
+  end
+  local holder = value
+  local free = value == false  -- L holds nothing (or a turn that passed): a writer's turn may begin
+  if value == READERS then
+    holder = false
+  elseif value and string.sub(value, 1, #TURN) == TURN then
+    local other = string.sub(value, #TURN + 1)
+    local due = tonumber(try('HGET', turns, other))
+    if due and (other == ticket or reader_ticket(other)) then
+      holder = false
+    elseif due and not alive(other, due) then
+      holder, free = false, true
+      table.insert(missed, other)
+    end
+  end
+  if holder then
+    if lined and stand_in_line() then mark(L, holder) end
+    return {0, redis.call('PTTL', L), holder_name(holder)}
+  end
+  -- L is free to readers: a live writer ahead in line (any, without a ticket) still comes first.
+  for i = 0, 15 do
+    local first = try('ZRANGE', q, i, i)
+    local head = first and first[1]
+    if not head or head == ticket then break end
+    if not reader_ticket(head) then
+      local due = tonumber(try('HGET', turns, head))
+      local live = alive(head, due)
+      if live and not due and free then
+        -- L is free: it is this writer's turn, as the mutex's acquire gives it.
+        local heard = try('PUBLISH', string.match(head, '^(.*)#'),
+                          name(ARGV[1]) .. '|' .. head .. '|' .. L)
+        local length = turn_length(head)
+        if heard and heard > 0 and try('HSET', turns, head, now + length) then
+          try('SET', L, TURN .. head, 'PX', length)
+          keep(turns, math.max(try('PTTL', q) or 0, length))
+          due = now + length
+        else
+          table.insert(missed, head)
+        end
+      elseif live then
+        due = due or now
+      else
+        table.insert(missed, head)
+        due = nil
+      end
+      if due then
+        drop_missed()
+        if lined then stand_in_line() end
+        local left = redis.call('PTTL', L)
+        if left < 0 then left = math.max(due - now, 0) end
+        return {0, left, turn_name(head)}
+      end
+    end
+  end
+  -- The grant. Reads first (another type at readers is an error here, before any write). Our own
+  -- token already here: this server was asked in this attempt under another address, and must
+  -- not vote twice (as for a mutex, above).
+  if redis.call('ZSCORE', readers, ARGV[1]) then
+    return {0, redis.call('PTTL', L), name(ARGV[1])}
+  end
+  local ttl = tonumber(ARGV[2])
+  local top = redis.call('ZRANGE', readers, -1, -1, 'WITHSCORES')
+  local cover = ttl
+  if top[2] and tonumber(top[2]) - now > cover then cover = tonumber(top[2]) - now end
+  redis.call('ZADD', readers, now + ttl, ARGV[1])
+  if value == READERS then
+    if redis.call('PTTL', L) < cover then redis.call('PEXPIRE', L, cover) end
+  else
+    redis.call('SET', L, READERS, 'PX', cover)
+  end
+  if redis.call('PTTL', readers) < cover then redis.call('PEXPIRE', readers, cover) end
+  local fence = 0
+  if ARGV[3] == '1' then fence = redis.call('INCR', fence_counter(L)) end
+  try('ZREMRANGEBYSCORE', readers, '-inf', now)
+  if lined then table.insert(missed, ticket) end
+  drop_missed()
+  -- The readers next in line, before the first writer, are told of their turn together.
+  for i = 0, 15 do
+    local first = try('ZRANGE', q, i, i)
+    local head = first and first[1]
+    if not head or not reader_ticket(head) then break end
+    if not try('HGET', turns, head) then
+      local channel = string.match(head, '^(.*)#')
+      local heard = channel and try('PUBLISH', channel, name(ARGV[1]) .. '|' .. head .. '|' .. L)
+      local length = turn_length(head)
+      if heard and heard > 0 and try('HSET', turns, head, now + length) then
+        keep(turns, math.max(try('PTTL', q) or 0, length))
+      end
+    end
+  end
+  return {1, fence}
 end
 
 -- A permit of a semaphore (docs/guide-semaphore.md), when ARGV[8] is given: ARGV[8] its number

@@ -6,11 +6,27 @@
 -- grant's SET could only succeed after our key was gone, so after this ran, and its INCR returns
 -- more than our fencing token. Counters compare as Lua numbers: exact up to 2^53.
 -- The token, or the token marked where somebody waits (acquire.lua, lib/core/token.hpp).
-local marked = string.byte(ARGV[1], -1) == 46 and string.sub(ARGV[1], 1, -2) .. '!'
-for _, key in ipairs(KEYS) do
-  local value = redis.call('GET', key)
-  if not value or (value ~= ARGV[1] and value ~= marked) then
+-- With ARGV[3] 'shared', a reader of a read-write lock (acquire.lua, KEYS[1] its lock key L): the
+-- node holds it while its token is a member of aux(L, 'readers') whose score (its lease's end on
+-- this node's clock) has not passed and L holds the readers' marker.
+if ARGV[3] == 'shared' then
+  if redis.replicate_commands then pcall(redis.replicate_commands) end
+  local L = KEYS[1]
+  local readers = L .. '\0{' .. L .. '}readers'
+  if string.find(L, '[{}]') then readers = L .. '\0readers' end
+  local time = redis.call('TIME')
+  local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+  local score = redis.call('ZSCORE', readers, ARGV[1])
+  if #KEYS ~= 1 or not score or tonumber(score) <= now or redis.call('GET', L) ~= 'readers\0' then
     return 0
+  end
+else
+  local marked = string.byte(ARGV[1], -1) == 46 and string.sub(ARGV[1], 1, -2) .. '!'
+  for _, key in ipairs(KEYS) do
+    local value = redis.call('GET', key)
+    if not value or (value ~= ARGV[1] and value ~= marked) then
+      return 0
+    end
   end
 end
 -- A key's auxiliary key of a kind, in the key's Redis Cluster hash slot (acquire.lua,

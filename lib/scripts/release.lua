@@ -159,6 +159,41 @@ local function announce(key, asked)
   redis.pcall('PUBLISH', line .. ':released', name)
 end
 
+-- A reader of a read-write lock (acquire.lua, ARGV[8] 'shared'), ARGV[6] 'shared' with ARGV[2..5]
+-- as above (ARGV[3] '' for no line): its release (announced), the clean-up of a failed attempt
+-- ('0', with a line: back in line there) and, with the token '-', a reader leaving the line.
+-- It takes out its own token from aux(L, 'readers') and nothing else; when no unexpired reader is
+-- left, L's marker (READERS) goes, only if L still holds it, and the next waiter's turn begins as
+-- for a freed key; otherwise the marker and the set are kept as long as the last reader left,
+-- never less. Returns 1 when its token was a reader here, else 0.
+local READERS = 'readers\0'
+local reader_released
+if ARGV[6] == 'shared' and #KEYS == 1 then
+  -- Writes follow TIME: effects replication on a server before Redis 5 (no-op on Redis 7).
+  if redis.replicate_commands then pcall(redis.replicate_commands) end
+  local L = KEYS[1]
+  local readers = aux(L, 'readers')
+  freed, reader_released = {}, 0
+  if ARGV[1] ~= '-' then reader_released = redis.call('ZREM', readers, ARGV[1]) end
+  local time = reader_released == 1 and try('TIME')
+  if time then
+    local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+    try('ZREMRANGEBYSCORE', readers, '-inf', now)
+    local top = try('ZRANGE', readers, -1, -1, 'WITHSCORES')
+    local marker = try('GET', L) == READERS
+    if top and top[2] then
+      local left = math.max(tonumber(top[2]) - now, 1)
+      for _, key in ipairs(marker and {L, readers} or {readers}) do
+        local pttl = try('PTTL', key)
+        if pttl and pttl > left then try('PEXPIRE', key, left) end
+      end
+    elseif top and marker then
+      redis.call('DEL', L)
+      table.insert(freed, L)
+    end
+  end
+end
+
 -- '-' is no token (a waiter leaving the line): nothing to delete.
 if not freed then
   freed = {}
@@ -241,7 +276,28 @@ elseif ticket ~= '' and #KEYS == 1 then
     if try('EXISTS', q) == 1 then
       -- false: the key is free; nil: it cannot be read (another type), so neither.
       local value = try('GET', KEYS[1])
-      if value then
+      if value == READERS and first and first[1] == ticket then
+        -- A waiter first in line leaves while readers hold: the readers it held back (a writer
+        -- stands before the readers behind it) are told of their turn, up to the next writer.
+        local turns = aux(base(KEYS[1]), 'turns')
+        local time = try('TIME')
+        local now = time and tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+        name = string.sub(redis.sha1hex(ticket), 1, 16)
+        for i = 0, 15 do
+          local next_in_line = now and try('ZRANGE', q, i, i)
+          local head = next_in_line and next_in_line[1]
+          if not head or not string.find(head, '#r%d+@%d+$') then break end
+          local channel = string.match(head, '^(.*)#')
+          if not try('HGET', turns, head) and channel then
+            local heard = try('PUBLISH', channel, name .. '|' .. head .. '|' .. KEYS[1])
+            local length = turn_length(head)
+            if heard and heard > 0 and try('HSET', turns, head, now + length) then
+              local keep, left = math.max(try('PTTL', q) or 0, length), try('PTTL', turns)
+              if left and left < keep then try('PEXPIRE', turns, keep) end
+            end
+          end
+        end
+      elseif value then
         mark(KEYS[1], value)
       elseif value == false and first and (first[1] == ticket or turn_here) then
         name = string.sub(redis.sha1hex(ticket), 1, 16)
@@ -263,4 +319,4 @@ if ARGV[6] == 'permit' and #freed > 0 then
     if try('EXISTS', unpack(slots)) == 0 then try('DEL', permits) end
   end
 end
-return #freed
+return reader_released or #freed

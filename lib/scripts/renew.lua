@@ -1,7 +1,11 @@
 -- Extends many locks in one call (one lock for extend(), a batch for the watchdog).
 -- KEYS: every lock's keys, lock after lock. ARGV: per lock, three values: token, ttl in ms,
 -- number of keys, negative for a permit of a semaphore (its one slot key: acquire.lua), whose
--- semaphore's permits key is then kept at least as long as the slot. Returns one integer per lock:
+-- semaphore's permits key is then kept at least as long as the slot, or 'r' for a reader of a
+-- read-write lock (one key, the lock key L: acquire.lua, ARGV[8] 'shared'): its token must be a
+-- member of aux(L, 'readers') whose score (its lease's end on this node's clock) has not passed,
+-- and L must hold the readers' marker; its score and the ttls of L and of the set are then raised
+-- (never lowered) to cover now + ttl. Returns one integer per lock:
 --    1  every key held the token; each key's ttl is now at least the new ttl. A ttl is only
 --       ever raised, never shortened: the deadline a holder already relies on stays covered.
 --    0  some key does not hold the token (then no key of that lock was touched);
@@ -21,13 +25,50 @@ local function permits_of(key)
   return key .. '\0{' .. key .. '}permits'
 end
 
+-- A reader's renewal (see above): 1, 0 or -1 as for a lock. The ZADD is the only command that
+-- may be refused for memory: then it is not renewed here (0), and the batch goes on.
+-- Writes follow its TIME: effects replication on a server before Redis 5 (a no-op on Redis 7),
+-- asked before any write of the batch.
+local now
+for i = 3, #ARGV, 3 do
+  if ARGV[i] == 'r' then
+    if redis.replicate_commands then pcall(redis.replicate_commands) end
+    break
+  end
+end
+local function renew_reader(L, token, ttl)
+  local readers = L .. '\0{' .. L .. '}readers'  -- aux(L, 'readers') (acquire.lua)
+  if string.find(L, '[{}]') then readers = L .. '\0readers' end
+  if not now then
+    local time = redis.call('TIME')
+    now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+  end
+  local score = redis.pcall('ZSCORE', readers, token)
+  local value = redis.pcall('GET', L)
+  if (type(score) == 'table' and score.err) or (type(value) == 'table' and value.err) then
+    return -1
+  end
+  if not score or tonumber(score) <= now or value ~= 'readers\0' then return 0 end
+  if tonumber(score) < now + ttl then
+    local added = redis.pcall('ZADD', readers, now + ttl, token)
+    if type(added) == 'table' and added.err then return 0 end
+  end
+  for _, key in ipairs({L, readers}) do
+    if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end
+  end
+  return 1
+end
+
 local result, k = {}, 1
 for i = 1, #ARGV, 3 do
-  local token, ttl, n = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
+  local token, ttl = ARGV[i], tonumber(ARGV[i + 1])
+  local reader = ARGV[i + 2] == 'r'
+  local n = reader and 1 or tonumber(ARGV[i + 2])
   local permit = n < 0
   if permit then n = -n end
   local state = 1
-  for j = k, k + n - 1 do
+  if reader then state = renew_reader(KEYS[k], token, ttl) end
+  for j = k, k + (reader and 0 or n) - 1 do
     local value = redis.pcall('GET', KEYS[j])
     if type(value) == 'table' and value.err then
       state = -1
@@ -37,7 +78,7 @@ for i = 1, #ARGV, 3 do
       break
     end
   end
-  if state == 1 then
+  if state == 1 and not reader then
     for j = k, k + n - 1 do
       if redis.call('PTTL', KEYS[j]) < ttl then
         redis.call('PEXPIRE', KEYS[j], ttl)

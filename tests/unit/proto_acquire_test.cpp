@@ -863,5 +863,60 @@ TEST(ProtoContext, TicketsAndTurnChannelsAsTheScriptsReadThem) {
   EXPECT_EQ(h.context().keys_of({"a", "b"}), (std::vector<std::string>{"redlock:a", "redlock:b"}));
 }
 
+// A reader of a read-write lock never asks with the quick command: its first attempt, even one
+// that does not wait, is the script's reader form; its ticket says it is a reader; its clean-up,
+// its leaving the line and its grant are a reader's.
+TEST(ProtoAcquire, AReaderSendsTheReaderFormNeverTheQuickCommand) {
+  Harness h(3);
+  auto request = one(10'000ms);
+  request.shared = true;
+  AcquireMachine m(h.context(), request, 5'000ms, at(0ms), 1234567);
+  EXPECT_NE(m.ticket().find("#r"), std::string::npos) << m.ticket();
+  Actions out;
+  m.start(at(0ms), out);
+  auto first = only<Send>(out);
+  EXPECT_EQ(first.request->script, ScriptId::acquire);
+  ASSERT_EQ(first.request->args.size(), 8u);
+  EXPECT_EQ(first.request->args[3], m.ticket());
+  EXPECT_EQ(first.request->args[7], "shared");
+  out.clear();
+  m.on_reply(first.id, 0, yes(), at(5ms), out);
+  m.on_reply(first.id, 1, no("turn:0123456789a", 80ms), at(5ms), out);
+  m.on_reply(first.id, 2, no("turn:0123456789a", 80ms), at(5ms), out);
+  auto cleanup = only<Send>(out);
+  EXPECT_EQ(cleanup.request->script, ScriptId::release);
+  EXPECT_EQ(cleanup.request->args.back(), "shared");
+  EXPECT_EQ(cleanup.request->args[1], "0") << "a clean-up wakes nobody";
+  auto timer = all_of<ArmTimer>(out).back();
+  out.clear();
+  m.on_timer(timer.id, timer.at, out);
+  auto second = only<Send>(out);
+  EXPECT_EQ(second.request->args[7], "shared");
+  out.clear();
+  m.on_reply(second.id, 0, yes(), timer.at + 1ms, out);
+  m.on_reply(second.id, 1, yes(), timer.at + 1ms, out);
+  auto done = only<DeliverAcquire>(out);
+  ASSERT_TRUE(done.result.ok()) << done.result.message();
+  EXPECT_TRUE(done.result.lock.shared);
+  out.clear();
+  m.on_reply(second.id, 2, no("writer", 80ms), timer.at + 2ms, out);
+  auto leave = only<Send>(out);
+  EXPECT_EQ(leave.request->args,
+            (std::vector<std::string>{"-", "0", m.ticket(), "", "0", "shared"}));
+}
+
+TEST(ProtoAcquire, AReaderThatDoesNotWaitIsTheScriptsToo) {
+  Harness h(3);
+  auto request = one(0ms);
+  request.shared = true;
+  AcquireMachine m(h.context(), request, 5'000ms, at(0ms), 0);
+  Actions out;
+  m.start(at(0ms), out);
+  auto first = only<Send>(out);
+  EXPECT_EQ(first.request->script, ScriptId::acquire);
+  EXPECT_EQ(first.request->args.back(), "shared");
+  EXPECT_EQ(first.request->args[3], "") << "no ticket: it does not wait";
+}
+
 }  // namespace
 }  // namespace redlock::detail::proto::test

@@ -261,3 +261,34 @@ TEST(ProtoScripts, OnlyTheSyntaxErrorOfAFailedVoteIsTheQuickAcquiresRefusal) {
 
 }  // namespace
 }  // namespace redlock::detail::proto::test
+
+namespace redlock::detail::proto::test {
+namespace {
+
+// The reader forms of the read-write lock (scripts/acquire.lua ARGV[8] 'shared', release.lua
+// ARGV[6] 'shared', renew.lua 'r', fence.lua ARGV[3] 'shared').
+TEST(ProtoScripts, TheReaderFormsAddTheirSelectorToTheMutexsArguments) {
+  auto a = reader_request("k", "t", 500ms, false, "ch#r7@200", "99", 1000ms, 200ms);
+  EXPECT_EQ(a.script, ScriptId::acquire);
+  EXPECT_EQ(a.decoder, Decoder::acquire);
+  EXPECT_EQ(a.keys, std::vector<std::string>{"k"});
+  EXPECT_EQ(a.args, (std::vector<std::string>{"t", "500", "0", "ch#r7@200", "99", "1000", "200",
+                                              "shared"}));
+  EXPECT_EQ(reader_release_request("k", "t").args,
+            (std::vector<std::string>{"t", "1", "", "", "0", "shared"}));
+  Line line{"ch#r7@200", "12", 3000ms};
+  EXPECT_EQ(reader_release_request("k", "t", false, &line).args,
+            (std::vector<std::string>{"t", "0", "ch#r7@200", "12", "3000", "shared"}));
+  EXPECT_EQ(leave_reader_request("k", "ch#r7@200").args,
+            (std::vector<std::string>{"-", "0", "ch#r7@200", "", "0", "shared"}));
+  std::vector<std::string> a1{"a"}, b1{"b"};
+  std::string ta = "ta", tb = "tb";
+  auto r = renew_request({Renewal{&a1, &ta, 1000ms, false, true}, Renewal{&b1, &tb, 2000ms}});
+  EXPECT_EQ(r.keys, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(r.args, (std::vector<std::string>{"ta", "1000", "r", "tb", "2000", "1"}));
+  EXPECT_EQ(fence_request({"k"}, "t", 42, true).args,
+            (std::vector<std::string>{"t", "42", "shared"}));
+}
+
+}  // namespace
+}  // namespace redlock::detail::proto::test
