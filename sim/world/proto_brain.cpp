@@ -13,13 +13,6 @@
 namespace redlock::sim {
 namespace {
 
-template <class R>
-auto set_shared(R& r, bool v, int) -> decltype(r.shared = v, void()) {
-  r.shared = v;
-}
-template <class R>
-void set_shared(R&, bool, long) {}
-
 using proto::AcquireMachine;
 using proto::Context;
 using proto::ExtendMachine;
@@ -47,7 +40,7 @@ class ProtoBrain final : public Brain {
     request.wait = spec.wait;
     request.fencing = spec.fencing;
     request.permits = spec.permits;
-    set_shared(request, spec.shared, 0);  // TEMP until rw lands
+    request.shared = spec.shared;
     auto job = std::make_unique<AcquireMachine>(ctx_, request, spec.ttl, now, place);
     auto id = job->id();
     auto* j = job.get();
