@@ -27,6 +27,11 @@ inline constexpr std::string_view kFence = "fence";      // the fence counter (n
 inline constexpr std::string_view kPermits = "permits";  // a semaphore's k (acquire.lua)
 inline constexpr std::string_view kSlot = "slot";        // a semaphore's slot i > 0: "slot<i>"
 inline constexpr std::string_view kLeader = "leader";    // an office's leader (leader.lua)
+// A read-write lock's readers: token -> the end of its lease on the node's clock (acquire.lua).
+inline constexpr std::string_view kReaders = "readers";
+// What the lock key holds while a reader of its read-write lock is unexpired on the node: the 8
+// bytes "readers" NUL (no token holds a NUL), with a ttl that covers every reader.
+inline constexpr std::string_view kReadersMarker{"readers\0", 8};
 
 inline std::string lock_key(std::string_view prefix, std::string_view resource) {
   std::string key;

@@ -18,7 +18,8 @@
 -- begins, announced under its ticket's digest). With several keys, ARGV[4] '' takes the
 -- waiter's sign-ups out (it was granted, gave up or was cancelled); so does ARGV[6] 'signups' with
 -- one key (a waiter for a permit of a semaphore, signed up under the semaphore's lock key).
--- ARGV[6] 'permit' (with ARGV[3] ''): the release of a permit (see the end).
+-- ARGV[6] 'permit' (with ARGV[3] ''): the release of a permit (see the end). ARGV[6] 'shared': a
+-- reader of a read-write lock's release, clean-up or leaving the line (see below).
 -- The common release, one key and nothing to announce, is sent with the token alone: every
 -- argument costs each node time to parse and to hand to Lua, and a name or a turn's length is
 -- needed only where somebody waits (docs/performance.md).
@@ -165,7 +166,7 @@ end
 -- It takes out its own token from aux(L, 'readers') and nothing else; when no unexpired reader is
 -- left, L's marker (READERS) goes, only if L still holds it, and the next waiter's turn begins as
 -- for a freed key; otherwise the marker and the set are kept as long as the last reader left,
--- never less. Returns 1 when its token was a reader here, else 0.
+-- never less. Returns 1 when its token was an unexpired reader here, else 0.
 local READERS = 'readers\0'
 local reader_released
 if ARGV[6] == 'shared' and #KEYS == 1 then
@@ -174,10 +175,13 @@ if ARGV[6] == 'shared' and #KEYS == 1 then
   local L = KEYS[1]
   local readers = aux(L, 'readers')
   freed, reader_released = {}, 0
-  if ARGV[1] ~= '-' then reader_released = redis.call('ZREM', readers, ARGV[1]) end
-  local time = reader_released == 1 and try('TIME')
+  -- Its entry counts as released only where its lease had not ended (as a mutex's key that
+  -- expired is not there to delete).
+  local score = ARGV[1] ~= '-' and redis.call('ZSCORE', readers, ARGV[1])
+  local time = score and redis.call('ZREM', readers, ARGV[1]) == 1 and try('TIME')
   if time then
     local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+    if tonumber(score) > now then reader_released = 1 end
     try('ZREMRANGEBYSCORE', readers, '-inf', now)
     local top = try('ZRANGE', readers, -1, -1, 'WITHSCORES')
     local marker = try('GET', L) == READERS

@@ -918,5 +918,18 @@ TEST(ProtoAcquire, AReaderThatDoesNotWaitIsTheScriptsToo) {
   EXPECT_EQ(first.request->args[3], "") << "no ticket: it does not wait";
 }
 
+// The turn of a reader of ours that is gone ("#r<job>" in its ticket) is handed on at once with
+// the reader's leave form.
+TEST(ProtoAcquire, AGoneReadersTurnIsHandedOnWithTheReadersLeaveForm) {
+  Harness h(3);
+  Actions out;
+  const std::string ticket = "redlock:turn:00000000000000aa#r99@200";
+  h.context().notices().on_message(0, "redlock:turn:00000000000000aa",
+                                   "releaser|" + ticket + "|redlock:res", at(0ms), out);
+  auto leave = only<Send>(out);
+  EXPECT_EQ(leave.request->keys, std::vector<std::string>{"redlock:res"});
+  EXPECT_EQ(leave.request->args, (std::vector<std::string>{"-", "0", ticket, "", "0", "shared"}));
+}
+
 }  // namespace
 }  // namespace redlock::detail::proto::test
