@@ -259,6 +259,17 @@ MUTANTS = [
      "    elseif top and marker then\n      redis.call('DEL', L)",
      "    end\n    if marker then\n      redis.call('DEL', L)",
      "a reader's release deletes the readers' marker while other readers still hold"),
+    ("rw_last_reader_keeps_marker", "lib/scripts/release.lua",
+     "    elseif top and marker then\n      redis.call('DEL', L)",
+     "    elseif top and marker then\n      redis.call('PTTL', L)",
+     "the last reader's release leaves the readers' marker to expire: a free write lock waits "
+     "for it (liveness)"),
+    ("rw_readers_never_granted", "lib/scripts/acquire.lua",
+     "  if holder then\n    if lined and stand_in_line() then mark(L, holder) end\n"
+     "    return {0, redis.call('PTTL', L), holder_name(holder)}",
+     "  if true then\n    if lined then stand_in_line() end\n"
+     "    return {0, 100, 'readersoff'}",
+     "a reader is never granted, whatever the lock key holds (liveness)"),
 ]
 
 

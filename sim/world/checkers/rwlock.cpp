@@ -166,8 +166,10 @@ void World::rw_liveness() {
     return;
   }
   std::string lock = prefix_ + kRwLock;
-  // Free to write: on every node neither a writer's token nor the marker nor an unexpired
-  // reader (a turn holds nothing). Free to read: on every node no writer's token and no writer's
+  // Free to write: on every node neither a writer's token nor an unexpired reader; the lock key
+  // absent, a turn (which holds nothing) or the marker with no unexpired reader left (the marker
+  // lasts as long as the latest reader and no longer: it may outlive it by the rounding of a
+  // millisecond, not by the bound). Free to read: on every node no writer's token and no writer's
   // ticket in the line, and no writer of the workload waits (a reader stands behind any live
   // writer in line; a writer's ticket whose clean-up a fault lost, of a client that still
   // listens, looks live to the nodes until its turn comes, which waits for the readers to go).
@@ -176,7 +178,7 @@ void World::rw_liveness() {
     auto k = nodes_[n].redis->key(lock, node_ms(n));
     bool turn = k && k->type == KeyType::string && rw_is_turn(k->value.str);
     bool marker = k && k->type == KeyType::string && k->value.str == readers_marker();
-    write_free = write_free && (!k || turn) && readers_on(n).empty();
+    write_free = write_free && (!k || turn || marker) && readers_on(n).empty();
     read_free = read_free && (!k || turn || marker);
     auto line = nodes_[n].redis->key(aux_of(lock, "queue"), node_ms(n));
     if (line && line->type == KeyType::zset)
