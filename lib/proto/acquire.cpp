@@ -33,7 +33,8 @@ AcquireMachine::AcquireMachine(Context& context, const AcquireRequest& request, 
     ticket_ = ctx_.new_ticket(id_, shared_);
     place_ = std::to_string(place);
   }
-  if (request.permits > 0 && keys_.size() == 1) {
+  // A reader is never a permit (the client refuses both at once: Errc::invalid_argument).
+  if (request.permits > 0 && keys_.size() == 1 && !shared_) {
     // A permit: each attempt asks for one slot, a mutex of its own (docs/guide-semaphore.md).
     permits_ = request.permits;
     semaphore_ = keys_;
