@@ -237,6 +237,39 @@ MUTANTS = [
      "if not holds(lock, token) then\n  redis.call('DEL', leader)",
      "if false then\n  redis.call('DEL', leader)",
      "the leader's read reports a record whose token no longer holds the office's lock key"),
+    ("rw_reader_beside_writer", "lib/scripts/acquire.lua",
+     "  if holder then\n    if lined and stand_in_line() then mark(L, holder) end",
+     "  if false then\n    if lined and stand_in_line() then mark(L, holder) end",
+     "a reader is granted although a writer's token holds the lock key"),
+    ("rw_reader_grant_without_marker", "lib/scripts/acquire.lua",
+     "    redis.call('SET', L, READERS, 'PX', cover)",
+     "    redis.call('PTTL', L)",
+     "a reader's grant on a free lock key leaves it free (no readers' marker): a writer is granted "
+     "beside the reader"),
+    ("rw_renewal_keeps_marker_short", "lib/scripts/renew.lua",
+     "  for _, key in ipairs({L, readers}) do",
+     "  for _, key in ipairs({readers}) do",
+     "a reader's renewal prolongs its lease but not the readers' marker: a writer is granted "
+     "beside the renewed reader"),
+    ("rw_reader_past_waiting_writer", "lib/scripts/acquire.lua",
+     "    if not reader_ticket(head) then\n",
+     "    if false then\n",
+     "a reader is granted past a live writer waiting ahead of it in line"),
+    ("rw_release_drops_marker", "lib/scripts/release.lua",
+     "    elseif top and marker then\n      redis.call('DEL', L)",
+     "    end\n    if marker then\n      redis.call('DEL', L)",
+     "a reader's release deletes the readers' marker while other readers still hold"),
+    ("rw_last_reader_keeps_marker", "lib/scripts/release.lua",
+     "    elseif top and marker then\n      redis.call('DEL', L)",
+     "    elseif top and marker then\n      redis.call('PTTL', L)",
+     "the last reader's release leaves the readers' marker to expire: a free write lock waits "
+     "for it (liveness)"),
+    ("rw_readers_never_granted", "lib/scripts/acquire.lua",
+     "  if holder then\n    if lined and stand_in_line() then mark(L, holder) end\n"
+     "    return {0, redis.call('PTTL', L), holder_name(holder)}",
+     "  if true then\n    if lined then stand_in_line() end\n"
+     "    return {0, 100, 'readersoff'}",
+     "a reader is never granted, whatever the lock key holds (liveness)"),
 ]
 
 

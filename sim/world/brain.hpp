@@ -30,6 +30,7 @@ struct AcquireSpec {
   std::optional<Milliseconds> wait;  // nullopt: 1 + retry_count attempts; set: wait that long
   bool fencing = false;
   unsigned permits = 0;  // a permit of a semaphore of that many (AcquireRequest::permits)
+  bool shared = false;   // a reader of a read-write lock (AcquireRequest::shared)
 };
 
 // What a simulated client runs: the protocol's decisions, fed events, answering with actions.

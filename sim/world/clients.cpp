@@ -84,6 +84,8 @@ void World::apply(int c, Actions& out) {
         permit_granted(c, d->result);
       else if (d->result && cl.op.kind == OpKind::campaign)
         campaign_granted(c, d->result);
+      else if (d->result && (cl.op.kind == OpKind::reader || cl.op.kind == OpKind::writer))
+        rw_granted(c, d->result);
       else if (d->result)
         op_granted(c, d->result);
       else

@@ -201,6 +201,9 @@ void World::node_receive(int c, std::size_t n, std::uint64_t conn_id, std::uint6
     if (argv.size() > 3 &&
         argv[3].compare(0, prefix_.size() + kSemaphore.size(), prefix_ + kSemaphore) == 0)
       check_permits_on(n);
+    // Checker 13 on the node: after every script (a watchdog's batch may renew the read-write
+    // lock behind other locks' keys).
+    if (on("rwlock")) check_rw_on(n);
   }
   if (opt_.trace) {
     trace("n" + std::to_string(n) + " ran for c" + std::to_string(c) + ": " + reply.to_string());

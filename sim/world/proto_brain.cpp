@@ -40,6 +40,7 @@ class ProtoBrain final : public Brain {
     request.wait = spec.wait;
     request.fencing = spec.fencing;
     request.permits = spec.permits;
+    request.shared = spec.shared;
     auto job = std::make_unique<AcquireMachine>(ctx_, request, spec.ttl, now, place);
     auto id = job->id();
     auto* j = job.get();

@@ -38,6 +38,13 @@ void World::draw_scenario() {
       election_rng_.chance(1.0 / 3))
     enabled_.insert("election");
   int election_clients = static_cast<int>(election_rng_.range(3, 6));
+  // The rwlock workload (rwlock.cpp), one seed in three: from its own generator, and so are its
+  // clients.
+  if (opt_.control == Control::none &&
+      std::find(allowed.begin(), allowed.end(), "rwlock") != allowed.end() &&
+      rw_rng_.chance(1.0 / 3))
+    enabled_.insert("rwlock");
+  int rw_clients = static_cast<int>(rw_rng_.range(3, 8));
   // A few stalls per run, as `pause` has: each one keeps liveness (checker 4) and checker 9
   // from judging for a while, and most of the run should still be judged.
   late_left_ = static_cast<int>(late_rng_.range(1, 3));
@@ -55,6 +62,8 @@ void World::draw_scenario() {
   if (on("permits")) clients = permit_clients;
   // With election (and no permits), 3 to 6 clients, so that several campaign at once.
   if (on("election") && !on("permits")) clients = election_clients;
+  // With rwlock, 3 to 8 clients, so that readers overlap and writers wait behind them.
+  if (on("rwlock")) clients = rw_clients;
   static const std::vector<int> ttls = {300, 500, 1000};
   ttl_ = Milliseconds(rng_.pick(ttls));
   if (opt_.control != Control::none) {
@@ -169,6 +178,7 @@ void World::draw_scenario() {
   if (enabled_.empty()) s << "none";
   if (on("permits")) s << " permits=" << permits_;
   if (on("election")) s << " office=" << kOffice;
+  if (on("rwlock")) s << " rwlock=" << kRwLock;
   if (opt_.control == Control::wipe_majority) s << " control=wipe-majority";
   if (opt_.control == Control::clock_jump_quorum) s << " control=clock-jump-quorum";
   summary_ = s.str();

@@ -1,6 +1,7 @@
 // The workload: each client's user operations one after the other (try_acquire, wait, fenced,
 // hold with its extends, multi, cancel; multi_hold in multi_hold.cpp, late_hold's stall in
-// late_hold.cpp, permits in permits.cpp, the election's campaigns and reads in election.cpp),
+// late_hold.cpp, permits in permits.cpp, the election's campaigns and reads in election.cpp, the
+// read-write lock's readers and writers in rwlock.cpp),
 // their claims, fenced writes to the storage, and their end.
 
 #include "world_impl.hpp"
@@ -28,6 +29,7 @@ void World::schedule_next_op(int c) {
 
 void World::start_op(int c) {
   auto& cl = clients_[c];
+  if (on("rwlock") && rw_rng_.chance(0.6)) return start_rw(c);
   if (on("election") && election_rng_.chance(0.6))
     return election_rng_.chance(0.7) ? start_campaign(c) : start_leader_read(c);
   if (on("permits") && permits_rng_.chance(0.6)) return start_permit(c);

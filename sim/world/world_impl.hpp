@@ -1,8 +1,8 @@
 // The simulator's world inside (docs/simulation.md, "Parts"): the fault kinds, the
 // generators, the state of nodes, clients and connections, and the World class, whose member
 // functions are defined by concept: world.cpp (the event queue and a run), scenario.cpp,
-// clients.cpp and workload.cpp, multi_hold.cpp, late_hold.cpp, permits.cpp and election.cpp (the
-// workloads), network.cpp and connections.cpp (the network), faults.cpp, trace.cpp,
+// clients.cpp and workload.cpp, multi_hold.cpp, late_hold.cpp, permits.cpp, election.cpp and
+// rwlock.cpp (the workloads), network.cpp and connections.cpp (the network), faults.cpp, trace.cpp,
 // checkers/*.cpp. Private to sim/world.
 #pragma once
 
@@ -109,6 +109,7 @@ const std::vector<std::string> kFaultKinds = {
     "late_grant",  // a client stalls right after an acquire or write-back leaves, for most of a ttl
     "permits",     // 3 to 8 clients contend for permits of a semaphore of k = 1..4 (permits.cpp)
     "election",    // 3 to 6 clients campaign for one office, lead, resign, read it (election.cpp)
+    "rwlock",      // 3 to 8 clients read (shared) and write one read-write lock (rwlock.cpp)
 };
 // multi_hold, hostile with replica, and late_grant are each drawn, and draw all they need, from a
 // generator of their own: with them off, a seed runs bit for bit as it did before the kind
@@ -120,7 +121,7 @@ constexpr std::uint64_t kHostileSeed = 0x686f737469cb2d25ull;
 constexpr std::uint64_t kLateGrantSeed = 0x6c617465677261ull;
 inline bool own_draws(const std::string& kind) {
   return kind == "hostile" || kind == "replica" || kind == "late_grant" || kind == "permits" ||
-         kind == "election";
+         kind == "election" || kind == "rwlock";
 }
 // The permits workload (permits.cpp) draws from a generator of its own too.
 constexpr std::uint64_t kPermitsSeed = 0x7065726d69747331ull;
@@ -132,6 +133,16 @@ constexpr int kMostPermits = 4;
 // resource (checker 12 reads its lock key and its leader key, aux_of(lock key, "leader")).
 constexpr std::uint64_t kElectionSeed = 0x656c656374696f6eull;
 const std::string kOffice = "e";
+// The rwlock workload (rwlock.cpp) draws from a generator of its own too; its lock's resource
+// (checker 13 reads its lock key, aux_of(lock key, "readers") and aux_of(lock key, "queue")).
+constexpr std::uint64_t kRwLockSeed = 0x72776c6f636b3133ull;
+const std::string kRwLock = "w";
+// The readers' marker on the lock key while a reader is unexpired (the read-write contract):
+// "readers" and a NUL byte, written out here, not taken from the library.
+inline const std::string& readers_marker() {
+  static const std::string m("readers\0", 8);
+  return m;
+}
 constexpr std::uint64_t kMultiHoldSeed = 0x6d756c74696c6335ull;
 // The resources a multi_hold operation locks, each with its own acquire, token and lease.
 const std::vector<std::string> kHoldResources = {"m0", "m1", "m2"};
@@ -202,6 +213,9 @@ struct Claim {
   // granted (Lock::permit). 0 and -1 for a mutex, which checker 1 judges.
   int permits = 0;
   int slot = -1;
+  // A reader of a read-write lock (checker 13): readers share their resource, and checker 1
+  // judges only claims of which neither is a reader.
+  bool shared = false;
 };
 
 enum class OpKind {
@@ -215,7 +229,9 @@ enum class OpKind {
   late_hold,
   permit,
   campaign,
-  leader_read
+  leader_read,
+  reader,
+  writer
 };
 inline const char* op_name(OpKind k) {
   switch (k) {
@@ -241,6 +257,10 @@ inline const char* op_name(OpKind k) {
       return "campaign";
     case OpKind::leader_read:
       return "leader_read";
+    case OpKind::reader:
+      return "reader";
+    case OpKind::writer:
+      return "writer";
   }
   return "?";
 }
@@ -275,6 +295,10 @@ struct UserOp {
   std::string value;
   RequestId request = 0;
   std::vector<NodeVote> votes;
+  // reader, writer: the place its acquire was given (its order in the line), and the faults
+  // begun by the time it began to wait (checker 13's overtaking rule judges a calm wait only).
+  std::int64_t place = 0;
+  std::uint64_t calm_mark = 0;
 };
 
 struct ClientState {
@@ -343,7 +367,8 @@ class World {
         hostile_rng_(o.seed ^ kHostileSeed),
         late_rng_(o.seed ^ kLateGrantSeed),
         permits_rng_(o.seed ^ kPermitsSeed),
-        election_rng_(o.seed ^ kElectionSeed) {}
+        election_rng_(o.seed ^ kElectionSeed),
+        rw_rng_(o.seed ^ kRwLockSeed) {}
 
   RunResult run();
 
@@ -423,6 +448,9 @@ class World {
   void campaign_granted(int c, const AcquireResult& r);
   void start_leader_read(int c);
   // Sends one of leader.lua's requests to every node, its replies to election_reply.
+  // rwlock
+  void start_rw(int c);
+  void rw_granted(int c, const AcquireResult& r);
   RequestId send_leader(int c, proto::Request r, bool reply_wanted);
   // A node's answer (or failure) to a leader.lua request of the election's: false when `id` is
   // none of its (then it is the brain's).
@@ -489,6 +517,16 @@ class World {
   void check_leader_read(int c, std::size_t n, const std::vector<std::string>& argv,
                          const Value& reply);
   void check_election();
+  // Checker 13 (checkers/rwlock.cpp): a node's read-write lock after a script, a reader's grant
+  // against the writers waiting, the claims at the end, and the lock's liveness.
+  void check_rw_on(std::size_t n);
+  void check_rw_overtake(int c);
+  void check_rw_claims();
+  void rw_liveness();
+  // Unexpired readers of the read-write lock on node n: token -> score (node ms).
+  std::map<std::string, std::int64_t> readers_on(std::size_t n) const;
+  // The end (node ms) of the reader with `token` (or its marked form) on node n; -1: none.
+  std::int64_t reader_end(std::size_t n, const std::string& token) const;
 
   RunOptions opt_;
   Rng rng_;
@@ -497,6 +535,7 @@ class World {
   Rng late_rng_;       // late_grant's own draws (kLateGrantSeed)
   Rng permits_rng_;    // the permits workload's own draws (kPermitsSeed)
   Rng election_rng_;   // the election workload's own draws (kElectionSeed)
+  Rng rw_rng_;         // the rwlock workload's own draws (kRwLockSeed)
   int permits_ = 0;    // with permits: the semaphore's k
   int late_left_ = 0;  // late_grant's stalls still to come
   std::priority_queue<Event, std::vector<Event>, Later> queue_;
@@ -584,6 +623,11 @@ class World {
   std::vector<Leader> leaders_;
   std::map<std::pair<int, RequestId>, std::uint64_t> election_requests_;
   std::set<std::string> reported12_;  // one violation of checker 12 per rule
+  // Checker 13: one violation per rule; the liveness's stretches (the write lock free on every
+  // node; readers grantable) with the waiters seen meanwhile.
+  std::set<std::string> reported13_;
+  Us rw_write_free_since_ = -1, rw_read_free_since_ = -1;
+  WaitersSeen rw_write_seen_, rw_read_seen_;
 };
 
 // The FNV-1a hash of a trace (trace.cpp): what `redlock_sim --trace-hash` prints.

@@ -48,7 +48,13 @@ void World::check_lost(int c, std::uint64_t lease, const Lock& lock, LostReason 
   std::string mine = lock.token.substr(0, lock.token.size() - 1);
   std::size_t held = 0;
   auto keys = keys_held(prefix_, lock);  // a permit's: its slot key
+  // A reader of the read-write lock holds a node while its token is an unexpired reader there.
+  bool reader = cl.has_op && cl.op.kind == OpKind::reader;
   for (std::size_t n = 0; n < nodes_.size(); ++n) {
+    if (reader) {
+      if (nodes_[n].up && reader_end(n, lock.token) >= 0) ++held;
+      continue;
+    }
     bool all = nodes_[n].up;
     for (const auto& key : keys) {
       auto k = nodes_[n].redis->key(key, node_ms(n));
@@ -80,7 +86,17 @@ void World::check_backed(int c, const Lock& lock, const char* what) {
   std::string mine = lock.token.substr(0, lock.token.size() - 1);
   std::size_t backed = 0;
   auto keys = keys_held(prefix_, lock);  // a permit's: its slot key
+  // A reader of the read-write lock: its token among the node's unexpired readers, its score (the
+  // end of its lease on the node's clock) lasting at least until the client's deadline.
+  bool reader = cl.has_op && cl.op.kind == OpKind::reader;
   for (std::size_t n = 0; n < nodes_.size(); ++n) {
+    if (reader) {
+      std::int64_t end_ms = reader_end(n, lock.token);
+      if (end_ms < 0) continue;
+      Us local_end = (end_ms - kEpochMs) * kMs;
+      if (nodes_[n].clock.when(local_end, now_) >= deadline) ++backed;
+      continue;
+    }
     bool all = true;
     for (const auto& key : keys) {
       auto k = nodes_[n].redis->key(key, node_ms(n));

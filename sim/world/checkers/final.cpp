@@ -21,8 +21,9 @@ void World::final_checks() {
       for (const auto& r : a.resources)
         shared =
             shared || std::find(b.resources.begin(), b.resources.end(), r) != b.resources.end();
-      // Permits of a semaphore share its resource: checker 11 judges them.
-      if (!shared || (a.slot >= 0 && b.slot >= 0)) continue;
+      // Permits of a semaphore share its resource: checker 11 judges them. Readers of a
+      // read-write lock share theirs, and a reader beside a writer is checker 13's.
+      if (!shared || (a.slot >= 0 && b.slot >= 0) || a.shared || b.shared) continue;
       if (a.start < b.end && b.start < a.end) {
         overlaps.emplace_back(static_cast<int>(i), static_cast<int>(j));
         if (overlaps.size() <= 3)
@@ -34,6 +35,7 @@ void World::final_checks() {
     }
   check_permit_holders();
   if (on("election")) check_election();
+  if (on("rwlock")) check_rw_claims();
   // Checker 2: fencing tokens of fenced grants strictly increase per resource.
   std::map<std::string, std::pair<std::uint64_t, Us>> last;
   std::vector<std::size_t> order(claims_.size());

@@ -43,6 +43,7 @@ void World::liveness_probe() {
   std::vector<std::string> lock_names = resources_;
   lock_names.insert(lock_names.end(), hold_resources_.begin(), hold_resources_.end());
   if (on("election")) lock_names.push_back(kOffice);
+  if (on("rwlock")) lock_names.push_back(kRwLock);
   for (const auto& r : lock_names) {
     if (long_keys_reported_.count(r) != 0) continue;
     for (std::size_t n = 0; n < nodes_.size(); ++n) {
@@ -63,6 +64,7 @@ void World::liveness_probe() {
     }
   }
   if (on("permits")) permits_liveness();
+  if (on("rwlock")) rw_liveness();
   if (now_ < faulty_until_) {
     free_since_.clear();
     waited_while_free_.clear();

@@ -50,8 +50,14 @@ void World::check_script(int c, std::size_t n, const std::vector<std::string>& a
     report("replica", keys.empty() ? std::string() : keys[0],
            "ran on a replica (INFO role:slave), which the handshake refuses");
 
-  // A fence write-back answers 1 only where every key holds the token or its marked form.
-  if (fence && reply == Value::integer(1))
+  // A fence write-back answers 1 only where every key holds the token or its marked form; a
+  // reader's (ARGV[3] 'shared', its one key the lock key) only where its token is an unexpired
+  // reader and the lock key holds the readers' marker (checker 13's names).
+  bool reader_fence = fence && args.size() >= 3 && args[2] == "shared";
+  if (reader_fence && reply == Value::integer(1) && !keys.empty() &&
+      (reader_end(n, token) < 0 || string_at(keys[0]) != readers_marker()))
+    report("fence", keys[0], "answered 1 for a reader that does not hold the node");
+  if (fence && !reader_fence && reply == Value::integer(1))
     for (const auto& k : keys) {
       auto v = string_at(k);
       if (!v || (*v != token && *v != marked))
@@ -63,7 +69,10 @@ void World::check_script(int c, std::size_t n, const std::vector<std::string>& a
   // release must know it has somebody to tell.
   // A permit's grant (ARGV[8], ARGV[9]: k and the slot; KEYS the k slot keys, KEYS[1] the
   // semaphore's lock key, whose line and sign-ups its waiters use) marks the slot it granted.
-  bool permit = acquire && args.size() >= 9;
+  bool permit = acquire && args.size() >= 9;  // (a reader's acquire has 8)
+  // A reader's grant (ARGV[8] 'shared') leaves the lock key holding the readers' marker, not its
+  // token: checker 13 judges it.
+  bool reader = acquire && args.size() >= 8 && args[7] == "shared";
   if (granted && permit && !marked.empty()) {
     auto slot = static_cast<std::size_t>(std::strtoul(args[8].c_str(), nullptr, 10));
     if (slot < keys.size() &&
@@ -72,7 +81,7 @@ void World::check_script(int c, std::size_t n, const std::vector<std::string>& a
       report("unmarked", keys[slot],
              "granted a permit while others wait, and left the slot unmarked");
   }
-  if (granted && !permit && args.size() >= 7 && !marked.empty())
+  if (granted && !permit && !reader && args.size() >= 7 && !marked.empty())
     for (const auto& k : keys)
       if ((node.key(aux_of(k, "queue"), now) || node.key(aux_of(k, "others"), now)) &&
           string_at(k) != marked)
@@ -114,7 +123,9 @@ void World::check_script(int c, std::size_t n, const std::vector<std::string>& a
   if (acquire && !granted && reply.kind == Value::Kind::array &&
       reply.items.size() == (permit ? 4u : 3u) && reply.items[2].kind == Value::Kind::bulk &&
       reply.items[2].str.rfind("turn:", 0) == 0 && (keys.size() == 1 || permit)) {
-    if (reply.items[1].number > kTurnCapMs)
+    // (A reader refused for a live writer waiting ahead of it names that writer "turn:..." with
+    // the lock key's PTTL, a lease's: acquire.lua's reader form. Not a turn's length.)
+    if (reply.items[1].number > kTurnCapMs && !reader)
       report("cap", keys[0],
              "refused for a turn of " + std::to_string(reply.items[1].number) + " ms");
     std::string digest = reply.items[2].str.substr(5);
