@@ -252,8 +252,8 @@ MUTANTS = [
      "a reader's renewal prolongs its lease but not the readers' marker: a writer is granted "
      "beside the renewed reader"),
     ("rw_reader_past_waiting_writer", "lib/scripts/acquire.lua",
-     "    if not reader_ticket(head) then\n",
-     "    if false then\n",
+     "    if reader_ticket(head) then\n",
+     "    if true then\n",
      "a reader is granted past a live writer waiting ahead of it in line"),
     ("rw_release_drops_marker", "lib/scripts/release.lua",
      "    elseif top and marker then\n      redis.call('DEL', L)",
@@ -270,6 +270,31 @@ MUTANTS = [
      "  if true then\n    if lined then stand_in_line() end\n"
      "    return {0, 100, 'readersoff'}",
      "a reader is never granted, whatever the lock key holds (liveness)"),
+    ("rw_reader_turn_not_free_to_writer", "lib/scripts/acquire.lua",
+     "      holder, free = false, true\n    elseif due and not alive(other, due) then",
+     "      holder = false\n    elseif due and not alive(other, due) then",
+     "a reader's turn on the lock key keeps a writer ahead of it in line from beginning its turn: "
+     "the reader, refused for that writer, leaves a turn nobody owns (liveness)"),
+    ("rw_reader_refusal_keeps_own_turn", "lib/scripts/acquire.lua",
+     "        if instead and due > now and value == TURN .. ticket",
+     "        if false and due > now and value == TURN .. ticket",
+     "a reader refused at its own turn for a turn that runs ahead leaves its turn on the lock "
+     "key, which then refuses everyone (liveness)"),
+    ("rw_writer_turn_beside_reader_turn", "lib/scripts/acquire.lua",
+     "      if live and not due and reader_due then",
+     "      if false then",
+     "a reader begins a writer's turn while a reader before that writer has a turn that runs: "
+     "two turns at once, and the writer at its turn leaves it dangling (liveness)"),
+    ("rw_reader_waits_for_writer_behind", "lib/scripts/acquire.lua",
+     "    if place and tonumber(first[2]) and tonumber(first[2]) > place then break end",
+     "    if false then break end",
+     "a reader that is not yet in a node's line is held back there by a writer whose place is "
+     "behind its own (fairness)"),
+    ("turn_kept_by_refused_waiter", "lib/scripts/acquire.lua",
+     "      if ticket ~= '' and held == TURN .. ticket then",
+     "      if false then",
+     "a waiter refused at its own turn for an earlier turn that runs leaves its turn on the key "
+     "(liveness)"),
 ]
 
 

@@ -279,14 +279,29 @@ if ARGV[8] == 'shared' then
     return {0, redis.call('PTTL', L), holder_name(holder)}
   end
   -- L is free to readers: a live writer ahead in line (any, without a ticket) still comes first.
+  -- Ahead means before this reader's place (ARGV[5], the same on every node), whether or not it
+  -- stands in this node's line yet. A writer's turn begins only where no reader before it has a
+  -- turn that runs: that reader comes first (two turns never run at once).
+  local place = lined and tonumber(ARGV[5])
+  local reader_due, reader_head
   for i = 0, 15 do
-    local first = try('ZRANGE', q, i, i)
+    local first = try('ZRANGE', q, i, i, 'WITHSCORES')
     local head = first and first[1]
     if not head or head == ticket then break end
-    if not reader_ticket(head) then
+    if place and tonumber(first[2]) and tonumber(first[2]) > place then break end
+    if reader_ticket(head) then
+      local due = tonumber(try('HGET', turns, head))
+      if due and alive(head, due) and due > (reader_due or 0) then
+        reader_due, reader_head = due, head
+      end
+    else
       local due = tonumber(try('HGET', turns, head))
       local live = alive(head, due)
-      if live and not due and free then
+      -- Whose turn L holds in place of this reader's, should this refusal end that (below).
+      local instead = due and head
+      if live and not due and reader_due then
+        due, instead = reader_due, reader_head
+      elseif live and not due and free then
         -- L is free: it is this writer's turn, as the mutex's acquire gives it.
         local heard = try('PUBLISH', string.match(head, '^(.*)#'),
                           name(ARGV[1]) .. '|' .. head .. '|' .. L)
@@ -308,10 +323,10 @@ if ARGV[8] == 'shared' then
         drop_missed()
         -- L must not keep a reader's turn that this refusal ends: standing in line again takes
         -- the reader's turn out of the turns, and L would then hold no turn but a value that
-        -- refuses everyone, the writer ahead included, until its ttl. It holds the writer's turn
-        -- for what is left of it.
-        if due > now and value == TURN .. ticket and redis.call('GET', L) == value then
-          try('SET', L, TURN .. head, 'PX', due - now)
+        -- refuses everyone, the writer ahead included, until its ttl. It holds the turn that
+        -- runs ahead of this reader instead, for what is left of it.
+        if instead and due > now and value == TURN .. ticket and redis.call('GET', L) == value then
+          try('SET', L, TURN .. instead, 'PX', due - now)
         end
         if lined then stand_in_line() end
         local left = redis.call('PTTL', L)
@@ -556,6 +571,12 @@ if keeps_line then
         try('ZREM', q, m)
         try('HDEL', turns, m)
         if held == TURN .. m then try('SET', key, TURN .. head, 'PX', due - now) end
+      end
+      -- Likewise the caller's own turn, which standing in line again below ends: since a reader
+      -- of a read-write lock may begin a turn beside another, a waiter asking at its turn can
+      -- find an earlier turn that runs (docs/guide-rwlock.md).
+      if ticket ~= '' and held == TURN .. ticket then
+        try('SET', key, TURN .. head, 'PX', due - now)
       end
       stand_in_line()
       return {0, due - now, 'turn:' .. string.sub(redis.sha1hex(head), 1, 11)}
