@@ -59,6 +59,45 @@ void partition_rounds(Run& run, NetFault& net, long d,
   }
 }
 
+int pause_rounds(Run& run, long d, std::size_t k) {
+  using namespace std::chrono_literals;
+  std::mt19937_64 rng(std::random_device{}());
+  auto end = std::chrono::steady_clock::now() + Ms(d - 1000);
+  run.sleep(500ms);
+  int rounds = 0;
+  while (std::chrono::steady_clock::now() < end) {
+    auto order = shuffled(5, rng);
+    order.resize(k);
+    for (auto i : order) run.pause(i);
+    run.sleep(700ms);
+    for (auto i : order) run.resume(i);
+    ++rounds;
+    run.sleep(Ms(400 + static_cast<long>(rng() % 300)));
+  }
+  return rounds;
+}
+
+int crash_restart_rounds(Run& run, long d, const std::function<void(std::size_t node)>& restarted) {
+  using namespace std::chrono_literals;
+  std::mt19937_64 rng(std::random_device{}());
+  auto end = std::chrono::steady_clock::now() + Ms(d - 1500);
+  run.sleep(500ms);
+  int crashes = 0;
+  while (std::chrono::steady_clock::now() < end) {
+    auto order = shuffled(5, rng);
+    order.resize(1 + rng() % 2);
+    for (auto i : order) run.crash(i);
+    crashes += static_cast<int>(order.size());
+    run.sleep(Ms(200 + static_cast<long>(rng() % 400)));
+    for (auto i : order) {
+      run.restart(i);
+      if (restarted) restarted(i);
+    }
+    run.sleep(Ms(300 + static_cast<long>(rng() % 400)));
+  }
+  return crashes;
+}
+
 std::vector<std::size_t> shuffled(std::size_t n, std::mt19937_64& rng) {
   std::vector<std::size_t> v(n);
   for (std::size_t i = 0; i < n; ++i) v[i] = i;

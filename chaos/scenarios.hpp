@@ -50,4 +50,16 @@ std::vector<std::size_t> shuffled(std::size_t n, std::mt19937_64& rng);
 void partition_rounds(Run& run, NetFault& net, long d,
                       const std::function<std::size_t(std::size_t round)>& cut);
 
+// From 500 ms after the start until `d` ms less 1 s have passed, in rounds: `k` of the five nodes,
+// drawn at random, SIGSTOPped for 700 ms, then resumed, and the next round 400-700 ms later.
+// Returns the number of rounds.
+int pause_rounds(Run& run, long d, std::size_t k);
+
+// From 500 ms after the start until `d` ms less 1.5 s have passed, in rounds: one or two of the
+// five nodes, drawn at random, crash and restart 200-600 ms later with what they kept (their AOF
+// when started so), `restarted(i)` after each restart, and the next round 300-700 ms later.
+// Returns the number of crashes.
+int crash_restart_rounds(Run& run, long d,
+                         const std::function<void(std::size_t node)>& restarted = {});
+
 }  // namespace redlock::chaos

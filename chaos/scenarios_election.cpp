@@ -41,17 +41,7 @@ void election_pause_minority(Run& run) {
   run.start_nodes(5);
   long d = run.phase(8000, 25000);
   spawn_campaigners(run, d, 4);
-  std::mt19937_64 rng(std::random_device{}());
-  auto end = Steady::now() + Ms(d - 1000);
-  run.sleep(500ms);
-  while (Steady::now() < end) {
-    auto order = shuffled(5, rng);
-    order.resize(2);
-    for (auto i : order) run.pause(i);
-    run.sleep(700ms);
-    for (auto i : order) run.resume(i);
-    run.sleep(Ms(400 + static_cast<long>(rng() % 300)));
-  }
+  pause_rounds(run, d, 2);
 }
 
 // (b) Four campaigners; a minority and a majority in turns cut off both ways for 1 s (nftables):

@@ -62,22 +62,8 @@ void permits_crash_restart(Run& run) {
   for (std::size_t i = 0; i < run.size(); ++i) not_persistent += !persistent(i);
   long d = run.phase(10000, 25000);
   spawn_permits(run, permit_spec(d, 3), 6, true);
-  std::mt19937_64 rng(std::random_device{}());
-  auto end = Steady::now() + Ms(d - 1500);
-  run.sleep(500ms);
-  int crashes = 0;
-  while (Steady::now() < end) {
-    auto order = shuffled(5, rng);
-    order.resize(1 + rng() % 2);
-    for (auto i : order) run.crash(i);
-    crashes += static_cast<int>(order.size());
-    run.sleep(Ms(200 + static_cast<long>(rng() % 400)));
-    for (auto i : order) {
-      run.restart(i);
-      not_persistent += !persistent(i);
-    }
-    run.sleep(Ms(300 + static_cast<long>(rng() % 400)));
-  }
+  int crashes =
+      crash_restart_rounds(run, d, [&](std::size_t i) { not_persistent += !persistent(i); });
   run.note(std::to_string(crashes) + " node crashes, each restarted with its AOF");
   run.check(not_persistent == 0, "every node says aof_enabled:1 at its start (" +
                                      std::to_string(not_persistent) + " did not)");
@@ -89,17 +75,7 @@ void permits_pause_minority(Run& run) {
   run.start_nodes(5);
   long d = run.phase(10000, 25000);
   spawn_permits(run, permit_spec(d, 2), 5, false);
-  std::mt19937_64 rng(std::random_device{}());
-  auto end = Steady::now() + Ms(d - 1000);
-  run.sleep(500ms);
-  while (Steady::now() < end) {
-    auto order = shuffled(5, rng);
-    order.resize(2);
-    for (auto i : order) run.pause(i);
-    run.sleep(700ms);
-    for (auto i : order) run.resume(i);
-    run.sleep(Ms(400 + static_cast<long>(rng() % 300)));
-  }
+  pause_rounds(run, d, 2);
 }
 
 // (c) k = 3, six workers; a minority and a majority in turns cut off both ways (nftables) for

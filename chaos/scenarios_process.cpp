@@ -187,17 +187,7 @@ void pause_nodes(Run& run, std::size_t k) {
   run.start_nodes(5);
   long d = run.phase(10000, 25000);
   spawn_mix(run, d, 500, false);
-  std::mt19937_64 rng(std::random_device{}());
-  auto end = Steady::now() + Ms(d - 1000);
-  run.sleep(500ms);
-  while (Steady::now() < end) {
-    auto order = shuffled(5, rng);
-    order.resize(k);
-    for (auto i : order) run.pause(i);
-    run.sleep(700ms);
-    for (auto i : order) run.resume(i);
-    run.sleep(Ms(400 + static_cast<long>(rng() % 300)));
-  }
+  pause_rounds(run, d, k);
 }
 
 // --- crashes at a high rate ------------------------------------------------------------------

@@ -59,19 +59,7 @@ void rwlock_pause_minority(Run& run) {
   run.start_nodes(5);
   long d = run.phase(8000, 25000);
   spawn_readers_writers(run, d, 500, true);
-  std::mt19937_64 rng(std::random_device{}());
-  auto end = Steady::now() + Ms(d - 1000);
-  run.sleep(500ms);
-  int rounds = 0;
-  while (Steady::now() < end) {
-    auto order = shuffled(5, rng);
-    order.resize(2);
-    for (auto i : order) run.pause(i);
-    run.sleep(700ms);
-    for (auto i : order) run.resume(i);
-    ++rounds;
-    run.sleep(Ms(400 + static_cast<long>(rng() % 300)));
-  }
+  int rounds = pause_rounds(run, d, 2);
   run.note(std::to_string(rounds) + " rounds of two nodes paused for 700 ms");
 }
 
@@ -82,19 +70,7 @@ void rwlock_crash_restart(Run& run) {
   run.start_nodes(5, true);
   long d = run.phase(10000, 25000);
   spawn_readers_writers(run, d, 500, false);
-  std::mt19937_64 rng(std::random_device{}());
-  auto end = Steady::now() + Ms(d - 1500);
-  run.sleep(500ms);
-  int crashes = 0;
-  while (Steady::now() < end) {
-    auto order = shuffled(5, rng);
-    order.resize(1 + rng() % 2);
-    for (auto i : order) run.crash(i);
-    crashes += static_cast<int>(order.size());
-    run.sleep(Ms(200 + static_cast<long>(rng() % 400)));
-    for (auto i : order) run.restart(i);
-    run.sleep(Ms(300 + static_cast<long>(rng() % 400)));
-  }
+  int crashes = crash_restart_rounds(run, d);
   run.note(std::to_string(crashes) + " node crashes, each restarted with its AOF");
 }
 

@@ -557,7 +557,10 @@ int run_held(const Options& o, Output& out) {
   return 0;
 }
 
-int run_mutex(const Options& o, Output& out) {
+// Sections under a lockable of the resource (redlock::Mutex, redlock::SharedMutex): `lock(m)`
+// tries for --wait, `unlock(m)` releases; `what` names the mode in failure records.
+template <typename M, typename Lock, typename Unlock>
+int run_lockable(const Options& o, Output& out, const char* what, Lock lock, Unlock unlock) {
   redlock::Client client(make_config(o));
   Storage storage(o.storage_port);
   std::mt19937_64 rng(std::random_device{}());
@@ -567,16 +570,16 @@ int run_mutex(const Options& o, Output& out) {
   mo.on_error = [&counts](std::error_code ec, const std::string&) {
     counts.add("unlock_fail." + errc_name(ec));
   };
-  redlock::Mutex m(client, o.resource, std::move(mo));
+  M m(client, o.resource, std::move(mo));
   auto stop_at = raw_now_ns() + o.duration * 1'000'000;
   long sections = 0;
   while (keep_going(o, stop_at, sections)) {
     bool locked = false;
     try {
-      locked = m.try_lock_for(Milliseconds(o.wait));
+      locked = lock(m);
     } catch (const std::system_error& e) {
       counts.add("fail." + errc_name(e.code()));
-      fail_record(out, o, "mutex", e.code(), 0, e.what());
+      fail_record(out, o, what, e.code(), 0, e.what());
       std::this_thread::sleep_for(20ms);
       continue;
     }
@@ -593,12 +596,18 @@ int run_mutex(const Options& o, Output& out) {
         [] {});
     auto end = raw_now_ns();
     auto deadline = to_raw(m.valid_until());
-    m.unlock();
+    unlock(m);
     out.write(section_record(o, s, end, deadline));
     ++sections;
   }
   out.write(counts.record(o));
   return 0;
+}
+
+int run_mutex(const Options& o, Output& out) {
+  return run_lockable<redlock::Mutex>(
+      o, out, "mutex", [&](redlock::Mutex& m) { return m.try_lock_for(Milliseconds(o.wait)); },
+      [](redlock::Mutex& m) { m.unlock(); });
 }
 
 // Campaigns for the office (the resource) again and again; each term is a section whose fencing
@@ -648,51 +657,18 @@ int run_elect(const Options& o, Output& out) {
 
 // A redlock::SharedMutex of the resource: a reader with --shared, else a writer.
 int run_shared_mutex(const Options& o, Output& out) {
-  redlock::Client client(make_config(o));
-  Storage storage(o.storage_port);
-  std::mt19937_64 rng(std::random_device{}());
-  Counts counts;
-  redlock::MutexOptions mo;
-  mo.fencing = o.fencing;
-  mo.on_error = [&counts](std::error_code ec, const std::string&) {
-    counts.add("unlock_fail." + errc_name(ec));
-  };
-  redlock::SharedMutex m(client, o.resource, std::move(mo));
-  auto stop_at = raw_now_ns() + o.duration * 1'000'000;
-  long sections = 0;
-  while (keep_going(o, stop_at, sections)) {
-    bool locked = false;
-    try {
-      locked = o.shared ? m.try_lock_shared_for(Milliseconds(o.wait))
+  return run_lockable<redlock::SharedMutex>(
+      o, out, "shared_mutex",
+      [&](redlock::SharedMutex& m) {
+        return o.shared ? m.try_lock_shared_for(Milliseconds(o.wait))
                         : m.try_lock_for(Milliseconds(o.wait));
-    } catch (const std::system_error& e) {
-      counts.add("fail." + errc_name(e.code()));
-      fail_record(out, o, "shared_mutex", e.code(), 0, e.what());
-      std::this_thread::sleep_for(20ms);
-      continue;
-    }
-    if (!locked) {
-      counts.add("fail.not_acquired");
-      continue;
-    }
-    auto s = begin_section(o, -1);
-    s.attempts = 1;
-    s.fence = m.fencing_token();
-    counts.add("acquired");
-    hold_section(
-        o, storage, s, rng, [&] { return m.valid(); }, [&] { return to_raw(m.valid_until()); },
-        [] {});
-    auto end = raw_now_ns();
-    auto deadline = to_raw(m.valid_until());
-    if (o.shared)
-      m.unlock_shared();
-    else
-      m.unlock();
-    out.write(section_record(o, s, end, deadline));
-    ++sections;
-  }
-  out.write(counts.record(o));
-  return 0;
+      },
+      [&](redlock::SharedMutex& m) {
+        if (o.shared)
+          m.unlock_shared();
+        else
+          m.unlock();
+      });
 }
 
 // --- redlock run ---------------------------------------------------------------------------
