@@ -72,4 +72,10 @@ struct MutexTable {
   std::unordered_map<std::string, Held> held;  // guarded by mutex
 };
 
+// Client::hold in its blocking form, reached through the table's link: a Mutex or SharedMutex
+// never touches the Client object, which may be gone (Errc::shutting_down, "the client of this
+// <what> is gone"); from the loop thread, Errc::would_deadlock. mutex.cpp.
+HoldResult hold_via(const MutexTable& table, AcquireRequest request, LostCallback on_lost,
+                    const char* what);
+
 }  // namespace redlock::detail

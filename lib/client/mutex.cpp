@@ -10,11 +10,10 @@
 
 namespace redlock {
 
-namespace {
+namespace detail {
 
-// Client::hold in its blocking form, reached through the client's link: the Mutex never
-// touches the Client object, which may be gone.
-HoldResult hold_via(const detail::MutexTable& table, AcquireRequest request, LostCallback on_lost) {
+HoldResult hold_via(const MutexTable& table, AcquireRequest request, LostCallback on_lost,
+                    const char* what) {
   auto handoff = std::make_shared<detail::Handoff<HoldResult>>();
   bool loop_thread = false;
   bool alive = detail::with_client(table.link, [&](detail::LockHost& host) {
@@ -29,7 +28,7 @@ HoldResult hold_via(const detail::MutexTable& table, AcquireRequest request, Los
   HoldResult r;
   if (!alive) {
     r.error = make_error_code(Errc::shutting_down);
-    r.detail = "the client of this mutex is gone";
+    r.detail = std::string("the client of this ") + what + " is gone";
   } else if (loop_thread) {
     r.error = make_error_code(Errc::would_deadlock);
     r.detail = "a blocking call was made from a callback; use the asynchronous form";
@@ -39,7 +38,7 @@ HoldResult hold_via(const detail::MutexTable& table, AcquireRequest request, Los
   return r;
 }
 
-}  // namespace
+}  // namespace detail
 
 bool Mutex::lock_within(Milliseconds wait, bool throws) {
   const auto me = std::this_thread::get_id();
@@ -63,7 +62,7 @@ bool Mutex::lock_within(Milliseconds wait, bool throws) {
   request.ttl = options_.lease;
   request.wait = wait;
   request.fencing = options_.fencing;
-  auto r = hold_via(*table_, std::move(request), options_.on_lost);
+  auto r = detail::hold_via(*table_, std::move(request), options_.on_lost, "mutex");
   if (!r) {
     {
       std::lock_guard<std::mutex> guard(error_mutex_);

@@ -5,39 +5,8 @@
 
 #include "../core/observe.hpp"
 #include "handles.hpp"
-#include "handoff.hpp"
 
 namespace redlock {
-
-namespace {
-
-// Client::hold in its blocking form, through the client's link (mutex.cpp has the same).
-HoldResult hold_through(const detail::MutexTable& table, AcquireRequest request,
-                        LostCallback on_lost) {
-  auto handoff = std::make_shared<detail::Handoff<HoldResult>>();
-  bool loop_thread = false;
-  bool alive = detail::with_client(table.link, [&](detail::LockHost& host) {
-    if (host.in_loop_thread()) {
-      loop_thread = true;
-      return;
-    }
-    host.hold_async(std::move(request), std::move(on_lost),
-                    [handoff](HoldResult r) { handoff->put(std::move(r)); });
-  });
-  HoldResult r;
-  if (!alive) {
-    r.error = make_error_code(Errc::shutting_down);
-    r.detail = "the client of this shared mutex is gone";
-  } else if (loop_thread) {
-    r.error = make_error_code(Errc::would_deadlock);
-    r.detail = "a blocking call was made from a callback; use the asynchronous form";
-  } else {
-    r = handoff->take();
-  }
-  return r;
-}
-
-}  // namespace
 
 bool SharedMutex::lock_within(Milliseconds wait, bool throws, bool shared) {
   const auto me = std::this_thread::get_id();
@@ -56,7 +25,7 @@ bool SharedMutex::lock_within(Milliseconds wait, bool throws, bool shared) {
   request.wait = wait;
   request.fencing = options_.fencing;
   request.shared = shared;
-  auto r = hold_through(*table_, std::move(request), options_.on_lost);
+  auto r = detail::hold_via(*table_, std::move(request), options_.on_lost, "shared mutex");
   if (!r) {
     {
       std::lock_guard<std::mutex> guard(mutex_);
