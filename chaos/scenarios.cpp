@@ -98,6 +98,34 @@ int crash_restart_rounds(Run& run, long d, const std::function<void(std::size_t 
   return crashes;
 }
 
+void kill_control(Run& run, Control& c, const std::string& why) {
+  c.child().kill_now();
+  run.event(c.id() + " killed (SIGKILL) " + why);
+}
+
+Kills kill_holders(Run& run, const WorkerSpec& spec, long d, const std::string& ask,
+                   const std::function<std::string(const std::string& reply)>& what) {
+  using namespace std::chrono_literals;
+  run.sleep(500ms);
+  auto end = std::chrono::steady_clock::now() + Ms(d - 1500);
+  Kills k;
+  for (int n = 0; std::chrono::steady_clock::now() < end; ++n) {
+    auto& c = run.control("victim" + std::to_string(n), spec);
+    auto r = c.call(ask, 6s);
+    if (granted(r)) {
+      c.call("read");
+      c.call("claim");
+      kill_control(run, c, what(r));
+      ++k.killed;
+    } else {
+      ++k.refused;
+      c.send("quit");
+    }
+    run.sleep(1200ms);
+  }
+  return k;
+}
+
 std::vector<std::size_t> shuffled(std::size_t n, std::mt19937_64& rng) {
   std::vector<std::size_t> v(n);
   for (std::size_t i = 0; i < n; ++i) v[i] = i;

@@ -41,6 +41,20 @@ void spawn_mix(Run& run, long duration_ms, long ttl_ms, bool run_lane);
 // The same from a template (its mode is replaced).
 void spawn_mix(Run& run, WorkerSpec base, bool run_lane);
 
+// SIGKILLs a control worker (its process), and says so in the run's events.
+void kill_control(Run& run, Control& c, const std::string& why);
+
+struct Kills {
+  int killed = 0;   // holders SIGKILLed while they held
+  int refused = 0;  // workers whose ask was not granted (they quit)
+};
+// From 500 ms after the start until `d` ms less 1.5 s have passed, every ~1.2 s one more control
+// worker of `spec` (victim<n>) sends `ask` ("acquire 800 3000", "elect 800 3000"); granted, it
+// reads the counter, claims its grant to its deadline and is SIGKILLed while it holds
+// (`what(reply)` names what it held, in the events); refused, it quits.
+Kills kill_holders(Run& run, const WorkerSpec& spec, long d, const std::string& ask,
+                   const std::function<std::string(const std::string& reply)>& what);
+
 // Nodes [0, n) in a random order.
 std::vector<std::size_t> shuffled(std::size_t n, std::mt19937_64& rng);
 

@@ -67,30 +67,12 @@ void election_leader_crash(Run& run) {
   spawn_campaigners(run, d, 3);
   WorkerSpec v;
   v.resource = "office";
-  auto kill = [&](Control& c, const std::string& why) {
-    c.child().kill_now();
-    run.event(c.id() + " killed (SIGKILL) " + why);
-  };
-  run.sleep(500ms);
-  auto end = Steady::now() + Ms(d - 1500);
-  int killed = 0, refused = 0;
-  for (int n = 0; Steady::now() < end; ++n) {
-    auto& c = run.control("victim" + std::to_string(n), v);
-    auto r = c.call("elect " + std::to_string(victim_ttl) + " 3000", 6s);
-    if (granted(r)) {
-      c.call("read");
-      c.call("claim");
-      kill(c, "leading in term " + std::to_string(term_of(r)));
-      ++killed;
-    } else {
-      ++refused;
-      c.send("quit");
-    }
-    run.sleep(1200ms);
-  }
-  run.note(std::to_string(killed) + " leaders killed while leading, " + std::to_string(refused) +
-           " campaigns that did not win");
-  run.check(killed > 0, "some leaders were killed while leading");
+  auto k = kill_holders(
+      run, v, d, "elect " + std::to_string(victim_ttl) + " 3000",
+      [](const std::string& r) { return "leading in term " + std::to_string(term_of(r)); });
+  run.note(std::to_string(k.killed) + " leaders killed while leading, " +
+           std::to_string(k.refused) + " campaigns that did not win");
+  run.check(k.killed > 0, "some leaders were killed while leading");
   // The loopers are done (a campaign begun just before their end waits up to 2 s).
   std::this_thread::sleep_until(spawned + Ms(d + 2500));
   v.ttl = 1500;
@@ -101,7 +83,7 @@ void election_leader_crash(Run& run) {
   run.check(granted(rl), "L wins the office: " + rl);
   if (!granted(rl)) return;
   l.call("claim");
-  kill(l, "leading in term " + std::to_string(term_of(rl)));
+  kill_control(run, l, "leading in term " + std::to_string(term_of(rl)));
   auto killed_at = Steady::now();
   auto r0 = p.call("elect 1500 0");
   run.check(!granted(r0), "P is refused while L's term is within its ttl: " + r0);

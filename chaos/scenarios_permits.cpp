@@ -102,30 +102,12 @@ void permits_holder_crash(Run& run) {
   WorkerSpec v;
   v.permits = 2;
   v.ttl = victim_ttl;
-  auto kill = [&](Control& c, const std::string& why) {
-    c.child().kill_now();
-    run.event(c.id() + " killed (SIGKILL) " + why);
-  };
-  run.sleep(500ms);
-  auto end = Steady::now() + Ms(d - 1500);
-  int killed = 0, refused = 0;
-  for (int n = 0; Steady::now() < end; ++n) {
-    auto& c = run.control("victim" + std::to_string(n), v);
-    auto r = c.call("acquire " + std::to_string(victim_ttl) + " 3000", 6s);
-    if (granted(r)) {
-      c.call("read");
-      c.call("claim");
-      kill(c, "holding slot " + std::to_string(slot_of(r)));
-      ++killed;
-    } else {
-      ++refused;
-      c.send("quit");
-    }
-    run.sleep(1200ms);
-  }
-  run.note(std::to_string(killed) + " holders killed holding a permit, " + std::to_string(refused) +
-           " refused");
-  run.check(killed > 0, "some holders were killed holding a permit");
+  auto k = kill_holders(
+      run, v, d, "acquire " + std::to_string(victim_ttl) + " 3000",
+      [](const std::string& r) { return "holding slot " + std::to_string(slot_of(r)); });
+  run.note(std::to_string(k.killed) + " holders killed holding a permit, " +
+           std::to_string(k.refused) + " refused");
+  run.check(k.killed > 0, "some holders were killed holding a permit");
   // The looping workers are done (an acquire begun just before their end waits up to 2 s): a
   // quiet semaphore for the deterministic part.
   std::this_thread::sleep_until(spawned + Ms(d + 2500));
@@ -149,7 +131,7 @@ void permits_holder_crash(Run& run) {
   if (granted(rq))
     for (const char* c : {"end", "release"}) q.call(c);
   x.call("claim");
-  kill(x, "holding slot " + std::to_string(slot_of(rx)));
+  kill_control(run, x, "holding slot " + std::to_string(slot_of(rx)));
   auto killed_at = Steady::now();
   auto r0 = p.call("acquire 1500 0");
   run.check(!granted(r0), "P is refused while X's permit is within its ttl: " + r0);
