@@ -77,5 +77,10 @@ struct MutexTable {
 // <what> is gone"); from the loop thread, Errc::would_deadlock. mutex.cpp.
 HoldResult hold_via(const MutexTable& table, AcquireRequest request, LostCallback on_lost,
                     const char* what);
+// An error of a Mutex or SharedMutex that no call returns (an unlock's): to `on_error` when set,
+// else to the client's log while the client is there. Never throws. mutex.cpp.
+void report_error(const MutexTable& table,
+                  const std::function<void(std::error_code, const std::string&)>& on_error,
+                  std::error_code ec, const std::string& what) noexcept;
 
 }  // namespace redlock::detail

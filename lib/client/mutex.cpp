@@ -109,22 +109,33 @@ void Mutex::unlock() noexcept {
   }
 }
 
-void Mutex::report(std::error_code ec, const std::string& what) noexcept {
+namespace detail {
+
+void report_error(const MutexTable& table,
+                  const std::function<void(std::error_code, const std::string&)>& on_error,
+                  std::error_code ec, const std::string& what) noexcept {
   try {
-    {
-      std::lock_guard<std::mutex> guard(error_mutex_);
-      last_error_ = ec;
-    }
-    if (options_.on_error) {
-      options_.on_error(ec, what);
+    if (on_error) {
+      on_error(ec, what);
       return;
     }
     // The client's log, when the client is still there (copied: it is called outside the lock).
     LogHandler log;
-    detail::with_client(table_->link, [&](detail::LockHost& host) { log = host.log(); });
-    detail::write_log(&log, LogLevel::error, what + " (" + ec.message() + ")");
+    with_client(table.link, [&](LockHost& host) { log = host.log(); });
+    write_log(&log, LogLevel::error, what + " (" + ec.message() + ")");
   } catch (...) {
   }
+}
+
+}  // namespace detail
+
+void Mutex::report(std::error_code ec, const std::string& what) noexcept {
+  try {
+    std::lock_guard<std::mutex> guard(error_mutex_);
+    last_error_ = ec;
+  } catch (...) {
+  }
+  detail::report_error(*table_, options_.on_error, ec, what);
 }
 
 namespace {

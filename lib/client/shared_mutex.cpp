@@ -81,19 +81,11 @@ void SharedMutex::release(bool shared) noexcept {
 
 void SharedMutex::report(std::error_code ec, const std::string& what) noexcept {
   try {
-    {
-      std::lock_guard<std::mutex> guard(mutex_);
-      last_error_ = ec;
-    }
-    if (options_.on_error) {
-      options_.on_error(ec, what);
-      return;
-    }
-    LogHandler log;
-    detail::with_client(table_->link, [&](detail::LockHost& host) { log = host.log(); });
-    detail::write_log(&log, LogLevel::error, what + " (" + ec.message() + ")");
+    std::lock_guard<std::mutex> guard(mutex_);
+    last_error_ = ec;
   } catch (...) {
   }
+  detail::report_error(*table_, options_.on_error, ec, what);
 }
 
 template <typename F>
