@@ -67,6 +67,16 @@ std::string ask(const test::RedisServer& node, const std::string& ticket, long l
   return node.command(argv);
 }
 
+// A line of two whose turns both run (1.5 s left), `first` before `second`, and the lock key
+// holding the turn of `second`, the waiter that then asks at its turn.
+void two_turns(const test::RedisServer& node, const std::string& first, const std::string& second) {
+  auto now = node_now_ms(node);
+  node.command({"ZADD", aux(detail::kQueue), "100", first, "200", second});
+  node.command({"HSET", aux(detail::kTurns), first, std::to_string(now + 1500), second,
+                std::to_string(now + 1500)});
+  node.command({"SET", kLock, turn_value(second), "PX", "1500"});
+}
+
 // A reader that is not yet in this node's line, whose place is before a waiting writer's, is
 // not held back by that writer: it comes first (its place is the same on every node).
 TEST(ReadWriteTurns, AWriterBehindAReadersPlaceDoesNotHoldItBack) {
@@ -110,11 +120,7 @@ TEST(ReadWriteTurns, AReaderRefusedAtItsTurnLeavesTheKeyToTheTurnAhead) {
   ASSERT_TRUE(listener.ok());
   const std::string writer = kWriterChannel + "#1@200";
   const std::string reader = kReaderChannel + "#r1@200";
-  auto now = node_now_ms(cluster[0]);
-  cluster[0].command({"ZADD", aux(detail::kQueue), "100", writer, "200", reader});
-  cluster[0].command({"HSET", aux(detail::kTurns), writer, std::to_string(now + 1500), reader,
-                      std::to_string(now + 1500)});
-  cluster[0].command({"SET", kLock, turn_value(reader), "PX", "1500"});
+  two_turns(cluster[0], writer, reader);
   auto r = ask(cluster[0], reader, 200, true);
   EXPECT_EQ(r.substr(0, 1), "0") << "granted past a waiting writer: " << r;
   EXPECT_EQ(cluster[0].command({"GET", kLock}), turn_value(writer));
@@ -129,11 +135,7 @@ TEST(ReadWriteTurns, AWriterRefusedAtItsTurnLeavesTheKeyToTheTurnAhead) {
   ASSERT_TRUE(listener.ok());
   const std::string first = kReaderChannel + "#r0@2000";
   const std::string writer = kWriterChannel + "#1@200";
-  auto now = node_now_ms(cluster[0]);
-  cluster[0].command({"ZADD", aux(detail::kQueue), "100", first, "200", writer});
-  cluster[0].command({"HSET", aux(detail::kTurns), first, std::to_string(now + 1500), writer,
-                      std::to_string(now + 1500)});
-  cluster[0].command({"SET", kLock, turn_value(writer), "PX", "1500"});
+  two_turns(cluster[0], first, writer);
   auto r = ask(cluster[0], writer, 200, false);
   EXPECT_EQ(r.substr(0, 1), "0") << "granted past a turn that runs: " << r;
   EXPECT_EQ(cluster[0].command({"GET", kLock}), turn_value(first));
