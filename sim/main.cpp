@@ -7,6 +7,7 @@
 //   redlock_sim --seed 1234 --only pause,reset --trace   # exactly these kinds (a shrunk run)
 //   redlock_sim --control NAME --expect-caught K --seeds 0..K-1   # a negative control's test
 //   redlock_sim --seeds 0..1999 --jobs 2 --first   # stop at the first failing seed (mutants)
+//   redlock_sim --seeds 0..999 --with permits,election,rwlock   # these kinds on in every seed
 //
 // Prints seeds/second, events per seed and every violation with the command that replays it.
 // Exit status: 0 when every seed passed (with --expect-caught: when the control was caught), 1
@@ -34,7 +35,8 @@ using redlock::sim::RunOptions;
   std::fprintf(stderr,
                "redlock_sim: %s\n"
                "usage: redlock_sim --seeds FROM..TO [--jobs N] [--faults k1,k2] "
-               "[--control wipe-majority|clock-jump-quorum] [--expect-caught] [--first]\n"
+               "[--control wipe-majority|clock-jump-quorum] [--with k1,k2] [--expect-caught] "
+               "[--first]\n"
                "       redlock_sim --seed S [--trace | --trace-hash] [--faults ...] "
                "[--control ...]\n",
                why);
@@ -71,7 +73,7 @@ int main(int argc, char** argv) {
   bool have_range = false, trace = false, trace_hash = false, expect_caught = false;
   int jobs = 1;
   RunOptions base;
-  std::string faults_arg, control_arg;
+  std::string faults_arg, control_arg, with_arg;
   bool shrink = false;  // a failing seed is run again with fewer fault kinds
   // Stop at the first failing seed: tools/mutants.py only asks whether a mutant fails at all, and
   // the processes still running are ended as soon as one of them found one.
@@ -121,6 +123,14 @@ int main(int argc, char** argv) {
         for (const auto& k : redlock::sim::fault_kinds()) known = known || k == f;
         if (!known) usage(("unknown fault kind " + f).c_str());
       }
+    } else if (a == "--with") {
+      with_arg = value();
+      base.with = split(with_arg);
+      for (const auto& f : base.with) {
+        bool known = false;
+        for (const auto& k : redlock::sim::fault_kinds()) known = known || k == f;
+        if (!known) usage(("unknown fault kind " + f).c_str());
+      }
     } else if (a == "--shrink") {
       shrink = true;
     } else if (a == "--first") {
@@ -139,6 +149,7 @@ int main(int argc, char** argv) {
   std::string replay_extra;
   if (!faults_arg.empty()) replay_extra += (base.only ? " --only " : " --faults ") + faults_arg;
   if (!control_arg.empty()) replay_extra += " --control " + control_arg;
+  if (!with_arg.empty()) replay_extra += " --with " + with_arg;
 
   if (trace || trace_hash) {
     base.seed = from;
@@ -182,6 +193,7 @@ int main(int argc, char** argv) {
               RunOptions t = base;
               t.seed = s;
               t.only = true;
+              t.with.clear();  // --only names every kind that is on
               t.faults = kinds;
               t.faults.erase(t.faults.begin() + static_cast<std::ptrdiff_t>(i));
               if (!redlock::sim::run_seed(t).violations.empty())

@@ -2,10 +2,10 @@
 # Runs the deterministic simulator over many seeds (docs/simulation.md).
 #   bash tools/sim.sh [SEEDS] [redlock_sim options...]
 # SEEDS: how many, from seed 0 (default 1000000); the options go to redlock_sim as they are
-# (--faults, --control, --shrink). Builds redlock_sim in build/sim (Release) and runs it in two
-# processes (REDLOCK_SIM_JOBS to change). Prints seeds/second, events per seed and every failing
-# seed with the command that replays it; exits 1 when any seed failed. REDLOCK_SIM_DIR names
-# another build directory.
+# (--faults, --with, --control, --shrink). Builds redlock_sim in build/sim (Release) and runs it
+# in two processes (REDLOCK_SIM_JOBS to change). Prints seeds/second, events per seed and every
+# failing seed with the command that replays it; exits 1 when any seed failed. REDLOCK_SIM_DIR
+# names another build directory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source tools/deps.sh

@@ -48,8 +48,10 @@ void World::draw_scenario() {
   // A few stalls per run, as `pause` has: each one keeps liveness (checker 4) and checker 9
   // from judging for a while, and most of the run should still be judged.
   late_left_ = static_cast<int>(late_rng_.range(1, 3));
-  // A shrunk replay names its kinds exactly (the draws above are made all the same).
+  // A shrunk replay names its kinds exactly (the draws above are made all the same); --with
+  // switches its kinds on whatever was drawn.
   if (opt_.only) enabled_ = std::set<std::string>(opt_.faults.begin(), opt_.faults.end());
+  if (opt_.control == Control::none) enabled_.insert(opt_.with.begin(), opt_.with.end());
   if (on(kMultiHold)) hold_resources_ = kHoldResources;
 
   // Odd counts are the common case (3 and 5 six draws in eleven, 1 and 7 two more); even counts

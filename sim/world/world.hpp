@@ -29,6 +29,10 @@ struct RunOptions {
   std::vector<std::string> faults;
   // With `only`: exactly the kinds in `faults` are on (no swarm draw): a shrunk run.
   bool only = false;
+  // Kinds on in every seed whatever the swarm drew (`--with permits,election,rwlock`: every kind
+  // of lock in every seed). Every draw is still made, so the rest of a seed's scenario is the one
+  // it draws without them.
+  std::vector<std::string> with;
 };
 
 struct RunResult {
