@@ -19,7 +19,8 @@ namespace redlock::detail {
 inline constexpr char kNobodyWaits = '.';
 inline constexpr char kWaitedFor = '!';
 
-// Fills `out` with 32 lowercase hex digits from getrandom(2), then kNobodyWaits.
+// Fills `out` with 32 lowercase hex digits from getrandom(2) (drawn a page at a time per thread,
+// wiped in a forked child: token.cpp), then kNobodyWaits.
 std::error_code new_token(std::string& out);
 
 // The token a key's value stands for: `value` with a last kWaitedFor read as kNobodyWaits.
