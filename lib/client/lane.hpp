@@ -135,6 +135,7 @@ class Lane {
   std::unique_ptr<proto::Context> proto_;
   std::vector<pollfd> fds_;  // scratch for poll(), kept between calls
   std::vector<std::size_t> fd_slot_;
+  proto::Actions first_, out_;  // a call's actions, kept between calls (under mutex_)
   LostTokens& lost_tokens_;
   bool told_quick_off_ = false;  // the loop was told that the quick acquire is off
 };
