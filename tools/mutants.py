@@ -295,6 +295,11 @@ MUTANTS = [
      "      if false then",
      "a waiter refused at its own turn for an earlier turn that runs leaves its turn on the key "
      "(liveness)"),
+    ("lane_never_checks_idle", "lib/client/lane.cpp",
+     "        now - slots_[i]->heard >= kCheckIdleAfter) {",
+     "        false) {",
+     "the lane never looks for an idle connection the server closed: the next call fails its "
+     "request there instead of opening it again (availability)"),
     ("token_store_survives_fork", "lib/core/token.cpp",
      "    if (madvise(p, kPage, MADV_WIPEONFORK) != 0) {",
      "    if (false) {",

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <future>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 #include "client/lane.hpp"
@@ -143,6 +144,34 @@ TEST(Lane, AFailedLaneConnectionIsOpenedAgainAfterItsRest) {
   }
   EXPECT_TRUE(three);
   EXPECT_GT(opened(), opened_before);
+}
+
+// A lane connection the server closed while it was idle (CLIENT KILL of it alone: the loop's
+// session goes on) is found closed before the next call, which opens it again rather than
+// failing its request. The check is made once the connection has not been heard from for a
+// while (half a second, lane.cpp): a server closes an idle client after a second at least.
+TEST(Lane, AnIdleConnectionTheServerClosedIsOpenedAgainNotFailed) {
+  RedisCluster cluster(1);
+  Client client(lane_config(cluster));
+  wait_connected(client);
+  auto first = client.try_acquire("lane:idle", 5000ms);
+  ASSERT_TRUE(first) << first.message();
+  ASSERT_TRUE(client.release(first.lock));
+  // The lane's connection: the last that ran the release script (the loop ran none).
+  std::istringstream list(cluster[0].command({"CLIENT", "LIST"}));
+  std::string line, id;
+  while (std::getline(list, line))
+    if (line.find(" cmd=evalsha") != std::string::npos) id = line.substr(3, line.find(' ') - 3);
+  ASSERT_FALSE(id.empty()) << "no connection ran the release";
+  ASSERT_EQ(cluster[0].command({"CLIENT", "KILL", "ID", id}), "1");  // one killed
+  std::this_thread::sleep_for(700ms);                                // idle past the lane's check
+  const auto opened_before = opened();
+  const auto served_before = served();
+  auto again = client.try_acquire("lane:idle", 5000ms);
+  ASSERT_TRUE(again) << again.message();
+  EXPECT_EQ(served() - served_before, 1u) << "served on the lane";
+  EXPECT_EQ(opened() - opened_before, 1u) << "its connection opened again";
+  EXPECT_TRUE(client.release(again.lock));
 }
 
 TEST(Lane, ARestartedServerIsUsedByTheLaneOnlyOnceTheLoopVerifiedItAgain) {
