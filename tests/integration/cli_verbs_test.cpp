@@ -298,6 +298,26 @@ TEST_F(CliVerbs, RunWritesItsMetricsForTheTextfileCollectorAndCountsALostLock) {
       << text;
   std::remove(file.c_str());
 
+  // A permit (--permits) and a reader's share (--shared) are counted in their own series too.
+  auto permit =
+      cli({"--nodes", nodes, "-q", "run", "--permits", "2", "--metrics-file", file, "p", "true"});
+  ASSERT_EQ(permit.exit_code, 0) << permit.err;
+  text = run_process({"/bin/cat", file}).out;
+  EXPECT_TRUE(has(text, "redlock_permit_acquires_total{resource=\"p\",result=\"ok\"} 1")) << text;
+  EXPECT_TRUE(has(text, "redlock_shared_acquires_total{resource=\"p\",result=\"ok\"} 0")) << text;
+  auto shared =
+      cli({"--nodes", nodes, "-q", "run", "--shared", "--metrics-file", file, "s", "true"});
+  ASSERT_EQ(shared.exit_code, 0) << shared.err;
+  text = run_process({"/bin/cat", file}).out;
+  EXPECT_TRUE(has(text, "redlock_shared_acquires_total{resource=\"s\",result=\"ok\"} 1")) << text;
+  EXPECT_TRUE(has(text, "redlock_permit_acquires_total{resource=\"s\",result=\"ok\"} 0")) << text;
+  if (::access("/usr/bin/promtool", X_OK) == 0) {
+    auto check =
+        run_process({"/bin/sh", "-c", "exec /usr/bin/promtool check metrics < \"$0\"", file});
+    EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+  }
+  std::remove(file.c_str());
+
   auto bad =
       cli({"--nodes", nodes, "run", "--metrics-file", "/nonexistent/dir/m.prom", "x", "true"});
   EXPECT_EQ(bad.exit_code, 2) << bad.err;

@@ -46,6 +46,10 @@ TextfileObserver::TextfileObserver(std::string path, std::string resource)
   for (auto* by : {&acquires_, &releases_, &renewals_, &extends_})
     for (const char* r : {"ok", "not_held", "no_quorum"}) (*by)[r] = 0;
   acquires_["not_acquired"] = 0;
+  // A semaphore's permits (run --permits) and a reader's shares (run --shared), as the
+  // redlock::prometheus component counts them.
+  for (const char* r : {"ok", "not_acquired", "no_quorum", "permits_mismatch"}) permits_[r] = 0;
+  for (const char* r : {"ok", "not_acquired", "no_quorum"}) shared_[r] = 0;
   std::lock_guard<std::mutex> lock(mutex_);
   if (!write_locked())
     throw Error(make_error_code(Errc::invalid_config),
@@ -65,6 +69,8 @@ void TextfileObserver::on_operation(const OperationEvent& e) {
     case Operation::acquire:
       acquires_[result] += 1;
       acquire_seconds_ += static_cast<double>(e.latency.count()) / 1e6;
+      if (e.permits > 0) permits_[result] += 1;
+      if (e.shared) shared_[result] += 1;
       break;
     case Operation::extend:
       extends_[result] += 1;
@@ -141,6 +147,14 @@ bool TextfileObserver::write_locked() const {
   out += "redlock_acquire_duration_seconds_count{" + res + "} " + number(acquires) + "\n";
   family("redlock_acquires_total", "counter", "Acquires by result");
   by("redlock_acquires_total", "result", acquires_);
+  family("redlock_permit_acquires_total", "counter",
+         "Acquires of a permit of a semaphore, by result (also counted in "
+         "redlock_acquire_duration_seconds)");
+  by("redlock_permit_acquires_total", "result", permits_);
+  family("redlock_shared_acquires_total", "counter",
+         "Acquires of a reader's share of a read-write lock, by result (also counted in "
+         "redlock_acquire_duration_seconds)");
+  by("redlock_shared_acquires_total", "result", shared_);
   family("redlock_extends_total", "counter", "Extends by result");
   by("redlock_extends_total", "result", extends_);
   family("redlock_releases_total", "counter", "Releases by result");

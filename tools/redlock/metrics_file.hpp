@@ -33,7 +33,7 @@ class TextfileObserver final : public Observer {
   const std::string path_, resource_;
   mutable std::mutex mutex_;
   double acquire_seconds_ = 0;
-  std::map<std::string, double> acquires_, releases_, renewals_, extends_, lost_;
+  std::map<std::string, double> acquires_, releases_, renewals_, extends_, lost_, permits_, shared_;
   std::map<std::string, double> node_up_, node_persistence_;
   std::map<std::pair<std::string, std::string>, double> node_refused_;
   double held_ = 0;
