@@ -300,6 +300,11 @@ MUTANTS = [
      "        false) {",
      "the lane never looks for an idle connection the server closed: the next call fails its "
      "request there instead of opening it again (availability)"),
+    ("loading_aof_off_warns", "lib/core/safeguards.hpp",
+     "    } else if (f.loading) {",
+     "    } else if (false) {",
+     "a node replaying its AOF (INFO's aof_enabled:0 beside loading:1) is warned about as "
+     "persistence off: a false alert after every restart (operators)"),
     ("token_store_survives_fork", "lib/core/token.cpp",
      "    if (madvise(p, kPage, MADV_WIPEONFORK) != 0) {",
      "    if (false) {",

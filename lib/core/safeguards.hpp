@@ -36,6 +36,9 @@ struct ServerFacts {
   std::string run_id;
   std::optional<std::int64_t> uptime_s;
   std::optional<bool> aof_enabled;
+  // loading:1 (the node reads its RDB or AOF): aof_enabled then says 0 whatever the config is
+  // (Redis turns AOF off while it replays the file, so that the replay is not appended to it).
+  bool loading = false;
 };
 
 // Value of `field` in INFO text ("field:value" lines), or empty.
@@ -71,6 +74,7 @@ inline ServerFacts parse_info(std::string_view info) {
   f.run_id = std::string(info_value(info, "run_id"));
   f.uptime_s = info_integer(info, "uptime_in_seconds");
   if (auto aof = info_integer(info, "aof_enabled")) f.aof_enabled = *aof != 0;
+  f.loading = info_value(info, "loading") == "1";
   return f;
 }
 
@@ -87,8 +91,18 @@ struct NodeCheck {
   // How long the node stays ineligible from now (restart guard); zero: eligible.
   Milliseconds ineligible_for{0};
   std::vector<std::string> warnings;  // sentences, without the node's name
-  bool ask_fsync = false;             // AOF is on: CONFIG GET appendfsync tells the rest
+  // AOF is on, or the node is loading: CONFIG GET append* tells the rest (append_warning).
+  bool ask_fsync = false;
+  // Asked because the node is loading: a refused CONFIG GET leaves aof_enabled:0's warning.
+  bool warn_if_unknown = false;
 };
+
+// The warning for persistence off (appendonly no).
+inline std::string persistence_off_warning() {
+  return "persistence off (appendonly no): a crash or restart forgets every lock it held, and "
+         "a restarted node can grant a lock that is still held; run it with appendonly yes and "
+         "appendfsync always, or delay its restarts by the largest ttl (Config::restart_guard)";
+}
 
 // `other_with_run_id`: the address of another listed node that is this same server, or empty.
 inline NodeCheck judge(const ServerFacts& f, const Config& config,
@@ -130,13 +144,15 @@ inline NodeCheck judge(const ServerFacts& f, const Config& config,
     if (uptime < threshold) v.ineligible_for = threshold - uptime;
   }
   if (config.check_persistence && f.aof_enabled) {
-    if (!*f.aof_enabled)
-      v.warnings.push_back(
-          "persistence off (appendonly no): a crash or restart forgets every lock it held, and "
-          "a restarted node can grant a lock that is still held; run it with appendonly yes and "
-          "appendfsync always, or delay its restarts by the largest ttl (Config::restart_guard)");
-    else
+    if (*f.aof_enabled) {
       v.ask_fsync = true;
+    } else if (f.loading) {
+      // aof_enabled:0 may be the replay of an AOF: the config says whether AOF is off.
+      v.ask_fsync = true;
+      v.warn_if_unknown = true;
+    } else {
+      v.warnings.push_back(persistence_off_warning());
+    }
   }
   return v;
 }
@@ -148,6 +164,14 @@ inline std::string fsync_warning(std::string_view appendfsync) {
          ": a crash can lose the last writes, locks among them, and a restarted node can grant "
          "a lock that is still held; set appendfsync always, or delay its restarts by the "
          "largest ttl (Config::restart_guard)";
+}
+
+// The warning that CONFIG GET append*'s `appendonly` and `appendfsync` call for (either may be
+// empty: not in the reply), or empty when they keep every lock or say nothing.
+inline std::string append_warning(std::string_view appendonly, std::string_view appendfsync) {
+  if (appendonly == "no") return persistence_off_warning();
+  if (appendfsync.empty()) return {};
+  return fsync_warning(appendfsync);
 }
 
 // Which node holds which server's run_id: one server listed under two addresses (a name and

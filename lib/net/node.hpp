@@ -289,7 +289,8 @@ class Node {
   std::uint64_t eligible_at_ = 0;  // uv_now() time from which the restart guard lets it vote
   std::int64_t uptime_s_ = 0;      // as INFO said (-1: unknown), for the guard's message
   bool told_restarting_ = false;   // the observer heard `restarting`, not yet `connected`
-  bool ask_fsync_ = false;         // the session begins with CONFIG GET appendfsync
+  bool ask_fsync_ = false;         // the session begins with CONFIG GET append*
+  bool warn_if_unknown_ = false;   // ... asked while loading: no answer warns as aof_enabled:0
   std::vector<std::string> warnings_;
   std::string run_id_;  // the current connection's server, as its INFO said
   mutable std::mutex view_mutex_;

@@ -88,7 +88,7 @@ void Node::begin_session(Conn& conn) {
     Argv argv;
     argv.push("CONFIG");
     argv.push("GET");
-    argv.push("appendfsync");
+    argv.push("append*");  // appendonly and appendfsync, in one request (Redis 2.6 on)
     if (append_command(conn.transport->output(), argv)) {
       conn.pending.push_back(Pending{nullptr, nullptr, 0, uv_hrtime(), Kind::probe, false, false});
       conn.transport->flush_soon();
@@ -180,16 +180,30 @@ bool Node::apply_info(Conn& conn, const redisReply* reply) {
   uptime_s_ = facts.uptime_s.value_or(0);
   eligible_at_ = uv_now(loop_) + static_cast<std::uint64_t>(verdict.ineligible_for.count());
   ask_fsync_ = verdict.ask_fsync;
+  warn_if_unknown_ = verdict.warn_if_unknown;
   for (const auto& w : verdict.warnings) warn(w);
   return true;
 }
 
 void Node::handle_probe(const redisReply* r) {
-  // CONFIG GET appendfsync: ["appendfsync", value]. Refused (managed services often rename
-  // CONFIG): nothing is known, nothing is said.
-  if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 || r->element[1]->type != REDIS_REPLY_STRING)
+  // CONFIG GET append*: [name, value, ...]. Refused (managed services
+  // often rename CONFIG): nothing more is known. Asked while the node was loading, INFO's
+  // aof_enabled:0 is then all there is, and it is warned about.
+  std::string_view appendonly, appendfsync;
+  const bool pairs = r->type == REDIS_REPLY_ARRAY && r->elements % 2 == 0;
+  for (std::size_t i = 0; pairs && i + 1 < r->elements; i += 2) {
+    const redisReply* name = r->element[i];
+    const redisReply* value = r->element[i + 1];
+    if (name->type != REDIS_REPLY_STRING || value->type != REDIS_REPLY_STRING) continue;
+    std::string_view n(name->str, name->len), v(value->str, value->len);
+    if (n == "appendonly") appendonly = v;
+    if (n == "appendfsync") appendfsync = v;
+  }
+  if (appendonly.empty() && appendfsync.empty()) {
+    if (warn_if_unknown_) warn(persistence_off_warning());
     return;
-  auto text = fsync_warning(std::string_view(r->element[1]->str, r->element[1]->len));
+  }
+  auto text = append_warning(appendonly, appendfsync);
   if (!text.empty()) warn(text);
 }
 

@@ -4,6 +4,7 @@
 // largest lease has passed.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -144,6 +145,44 @@ TEST(Safeguards, TheSameServerUnderTwoAddressesIsRefusedOnce) {
   EXPECT_EQ(r.votes.yes(), 2u) << "the server voted once: " << r.votes.to_string();
   EXPECT_EQ(r.votes.nodes[dup].error, Errc::duplicate_node) << r.votes.to_string();
   ASSERT_TRUE(client.release(r.lock));
+}
+
+// While a node replays its AOF after a restart, INFO says aof_enabled:0 beside loading:1 (Redis
+// turns AOF off for the replay): a client that connects then asks the config, and does not warn
+// that persistence is off.
+TEST(Safeguards, ANodeReplayingItsAofIsNotWarnedAboutAsPersistenceOff) {
+  // 20,000 writes replayed at 100 us each: about 2 s of loading, during which the server answers
+  // between every 1,024 of them (INFO and CONFIG GET; most other commands get LOADING).
+  RedisServer node({"--appendonly", "yes", "--appendfsync", "always", "--key-load-delay", "100"});
+  ASSERT_EQ(node.command({"EVAL", "for i = 1, 20000 do redis.call('SET', 'k' .. i, 'v') end", "0"}),
+            "(nil)");
+  WarningLog log;
+  Config config = config_for({url(node)});
+  config.on_warning = log.handler();
+  config.connect_timeout = 1000ms;
+  config.request_timeout = 1000ms;
+  Client client(config);
+  ASSERT_TRUE(eventually([&] { return test::connected_to_all(client); }, 5s));
+
+  // The client reconnects while the new process loads; a reader of INFO on its own connections
+  // shows that there was such a time.
+  std::atomic<bool> restarted{false}, seen_loading{false};
+  std::thread reader([&] {
+    while (!restarted && !seen_loading) {
+      if (node.command({"INFO", "persistence"}).find("loading:1") != std::string::npos)
+        seen_loading = true;
+      std::this_thread::sleep_for(10ms);
+    }
+  });
+  node.restart();  // returns once PING answers: the replay is over
+  restarted = true;
+  reader.join();
+  EXPECT_TRUE(seen_loading) << "the restarted node was never seen loading";
+  auto r = client.acquire(AcquireRequest({"replayed"}, 5000ms, 3000ms));
+  ASSERT_TRUE(r) << r.message();
+  ASSERT_TRUE(client.release(r.lock));
+  EXPECT_TRUE(log.matching(node.address(), "").empty())
+      << "warned: " << log.matching(node.address(), "").front();
 }
 
 TEST(Safeguards, PersistenceThatForgetsLocksIsWarnedAboutOncePerNode) {

@@ -89,6 +89,31 @@ TEST(Safeguards, WarnsWhenPersistenceForgetsLocks) {
   EXPECT_TRUE(judge(parse_info(with(kMaster, "aof_enabled", "0")), c, "").warnings.empty());
 }
 
+// While a node replays its AOF, Redis turns AOF off (INFO says aof_enabled:0 beside loading:1):
+// that is no reason to warn. The config says whether AOF is off; a refused CONFIG GET leaves
+// INFO's word.
+TEST(Safeguards, ANodeLoadingItsFileAsksTheConfigBeforeWarning) {
+  Config c;
+  auto loading = with(with(kMaster, "aof_enabled", "0"), "role", "master\r\nloading:1");
+  auto f = parse_info(loading);
+  EXPECT_TRUE(f.loading);
+  auto v = judge(f, c, "");
+  EXPECT_TRUE(v.warnings.empty());
+  EXPECT_TRUE(v.ask_fsync);
+  EXPECT_TRUE(v.warn_if_unknown);
+  EXPECT_FALSE(parse_info(kMaster).loading);
+  EXPECT_FALSE(judge(parse_info(kMaster), c, "").warn_if_unknown);
+  // What the config then says.
+  EXPECT_EQ(append_warning("yes", "always"), "");
+  EXPECT_NE(append_warning("yes", "everysec").find("appendfsync everysec"), std::string::npos);
+  EXPECT_EQ(append_warning("no", "always"), persistence_off_warning());
+  EXPECT_EQ(append_warning("", ""), "");
+  EXPECT_EQ(append_warning("yes", ""), "");
+  // Not loading, aof_enabled:0 warns at once, as before.
+  EXPECT_EQ(judge(parse_info(with(kMaster, "aof_enabled", "0")), c, "").warnings,
+            std::vector<std::string>{persistence_off_warning()});
+}
+
 TEST(Safeguards, TheRestartGuardWaitsOutTheLargestLease) {
   Config c;
   c.ttl = 10'000ms;
