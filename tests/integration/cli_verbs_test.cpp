@@ -260,6 +260,32 @@ TEST_F(CliVerbs, PrefixAndTtlComeFromTheEnvironmentAndAFlagWins) {
   EXPECT_EQ(bad.exit_code, 2);
 }
 
+// A node that answers every vote with OOM is up and cannot vote: the textfile counts its errors
+// (redlock_node_errors_total, which RedlockNodeRefusesCommands alerts on), as the Prometheus
+// component does, with the alerted errors of every node at zero from the start.
+TEST_F(CliVerbs, RunsMetricsCountTheErrorsOfANodeThatCannotVote) {
+  const std::string file = ::testing::TempDir() + "redlock-run-errors.prom";
+  std::remove(file.c_str());
+  cluster[2].command({"CONFIG", "SET", "maxmemory-policy", "noeviction"});
+  ASSERT_EQ(cluster[2].command({"CONFIG", "SET", "maxmemory", "1"}), "OK");
+  auto r = cli({"--nodes", nodes, "-q", "run", "--metrics-file", file, "oom", "true"});
+  cluster[2].command({"CONFIG", "SET", "maxmemory", "0"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;  // two of three
+  auto text = run_process({"/bin/cat", file}).out;
+  auto value = [&](const std::string& series) {
+    auto at = text.find(series + " ");
+    return at == std::string::npos ? -1.0 : std::stod(text.substr(at + series.size() + 1));
+  };
+  auto series = [&](std::size_t node, const char* error) {
+    return "redlock_node_errors_total{resource=\"oom\",node=\"" + cluster[node].address() +
+           "\",error=\"" + error + "\"}";
+  };
+  EXPECT_GE(value(series(2, "redis_oom")), 1.0) << text;
+  EXPECT_EQ(value(series(0, "redis_oom")), 0.0) << text;
+  EXPECT_EQ(value(series(1, "redis_readonly")), 0.0) << text;
+  std::remove(file.c_str());
+}
+
 TEST_F(CliVerbs, RunWritesItsMetricsForTheTextfileCollectorAndCountsALostLock) {
   const std::string file = ::testing::TempDir() + "redlock-run-metrics.prom";
   std::remove(file.c_str());

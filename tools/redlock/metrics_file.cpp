@@ -30,6 +30,12 @@ std::string quoted(const std::string& value) {
   return out + "\"";
 }
 
+// The errors of a node's requests that contrib/prometheus/alerts.yml alerts on at once
+// (RedlockNodeRefusesCommands), each a series at zero from the node's first event, as the
+// redlock::prometheus component has them.
+constexpr Errc kAlertedErrors[] = {Errc::redis_oom, Errc::redis_readonly, Errc::redis_noperm,
+                                   Errc::redis_masterdown, Errc::redis_noauth};
+
 std::string number(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.17g", v);
@@ -85,6 +91,14 @@ void TextfileObserver::on_operation(const OperationEvent& e) {
     case Operation::leader:
       break;  // `run` holds a lock, not an office
   }
+  // Each node's failed vote, by its error: a node that answers OOM or READONLY is up, and
+  // cannot vote.
+  if (e.votes != nullptr)
+    for (std::size_t i = 0; i < e.votes->nodes.size(); ++i) {
+      const auto& v = e.votes->nodes[i];
+      if (v.vote == Vote::failed && v.error)
+        node_errors_[{e.votes->address(i), label_of(v.error)}] += 1;
+    }
   (void)write_locked();
 }
 
@@ -98,10 +112,14 @@ void TextfileObserver::on_node(const NodeEvent& e) {
   if (e.address == nullptr || e.subscriber) return;
   std::lock_guard<std::mutex> lock(mutex_);
   const std::string& node = *e.address;
-  if (node_up_.count(node) == 0)  // the series alerts read, at zero from the node's first event
+  if (node_up_.count(node) == 0) {  // the series alerts read, at zero from the node's first event
     for (auto reason : {Errc::node_not_master, Errc::duplicate_node, Errc::redis_auth_failed,
                         Errc::tls_handshake_failed})
       node_refused_[{node, errc_name(reason)}] = 0;
+    for (auto error : kAlertedErrors)
+      node_errors_.emplace(std::make_pair(node, errc_name(error)), 0);
+  }
+  if (e.error) node_errors_[{node, label_of(e.error)}] += 1;
   node_up_[node] = e.state == NodeState::connected ? 1 : 0;
   if (node_persistence_.count(node) == 0 ||
       (e.state != NodeState::connected && e.state != NodeState::restarting))
@@ -171,6 +189,11 @@ bool TextfileObserver::write_locked() const {
   for (const auto& [key, value] : node_refused_)
     out += "redlock_node_refused{" + res + ",node=" + quoted(key.first) +
            ",reason=" + quoted(key.second) + "} " + number(value) + "\n";
+  family("redlock_node_errors_total", "counter",
+         "Errors with a node: failed connections and refusals, and requests that failed");
+  for (const auto& [key, value] : node_errors_)
+    out += "redlock_node_errors_total{" + res + ",node=" + quoted(key.first) +
+           ",error=" + quoted(key.second) + "} " + number(value) + "\n";
   family("redlock_node_persistence_forgets", "gauge",
          "1 when the node's persistence can forget a lock");
   by("redlock_node_persistence_forgets", "node", node_persistence_);

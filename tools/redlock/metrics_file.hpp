@@ -35,7 +35,7 @@ class TextfileObserver final : public Observer {
   double acquire_seconds_ = 0;
   std::map<std::string, double> acquires_, releases_, renewals_, extends_, lost_, permits_, shared_;
   std::map<std::string, double> node_up_, node_persistence_;
-  std::map<std::pair<std::string, std::string>, double> node_refused_;
+  std::map<std::pair<std::string, std::string>, double> node_refused_, node_errors_;
   double held_ = 0;
 };
 
