@@ -305,6 +305,11 @@ MUTANTS = [
      "    } else if (false) {",
      "a node replaying its AOF (INFO's aof_enabled:0 beside loading:1) is warned about as "
      "persistence off: a false alert after every restart (operators)"),
+    ("status_without_write_probe", "lib/client/status.cpp",
+     "    if (!node->send(q->probe_, q, &at)) ++q->outstanding_;",
+     "",
+     "status reports a node up that answers INFO but refuses every write (OOM, NOPERM): a health "
+     "check quiet while a node cannot vote (operators)"),
     ("token_store_survives_fork", "lib/core/token.cpp",
      "    if (madvise(p, kPage, MADV_WIPEONFORK) != 0) {",
      "    if (false) {",

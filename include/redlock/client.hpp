@@ -69,8 +69,10 @@ struct AcquireRequest {
 
 /// \brief Health of one node, as `redlock status` prints it.
 struct NodeStatus {
-  std::string address;                      ///< "host:port" (never credentials).
-  bool up = false;                          ///< True when the node answered.
+  std::string address;  ///< "host:port" (never credentials).
+  /// True when the node answered, and accepted a write probe that changes nothing: it can vote
+  /// (a node at maxmemory with noeviction, or whose ACL denies a write, answers but cannot).
+  bool up = false;
   std::chrono::microseconds round_trip{0};  ///< Request to answer, when it answered.
   std::string server_version;               ///< The server's `redis_version`, when it answered.
   std::error_code error;                    ///< Why it did not answer (docs/errors.md).

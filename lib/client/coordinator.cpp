@@ -352,7 +352,7 @@ void Coordinator::send_release(std::size_t node, std::shared_ptr<const proto::Re
 }
 
 void Coordinator::status(Client::StatusCallback done) {
-  StatusQuery::start(nodes_, loop_, std::move(done));
+  StatusQuery::start(nodes_, loop_, config_.key_prefix, std::move(done));
 }
 
 void Coordinator::broadcast(proto::Request request, NodeVoteCallback on_vote) {

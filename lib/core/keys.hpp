@@ -27,6 +27,9 @@ inline constexpr std::string_view kFence = "fence";      // the fence counter (n
 inline constexpr std::string_view kPermits = "permits";  // a semaphore's k (acquire.lua)
 inline constexpr std::string_view kSlot = "slot";        // a semaphore's slot i > 0: "slot<i>"
 inline constexpr std::string_view kLeader = "leader";    // an office's leader (leader.lua)
+// Never written: the key prefix's own (as the lock key of the empty resource, which no lock
+// has), that status's write probe asks a SET XX of (probe.lua).
+inline constexpr std::string_view kProbe = "probe";
 // A read-write lock's readers: token -> the end of its lease on the node's clock (acquire.lua).
 inline constexpr std::string_view kReaders = "readers";
 // What the lock key holds while a reader of its read-write lock is unexpired on the node: the 8

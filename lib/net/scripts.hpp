@@ -15,5 +15,7 @@ inline constexpr Script script_release{"release", lua::release_body, lua::releas
 inline constexpr Script script_fence{"fence", lua::fence_body, lua::fence_sha, true};
 // The leader's write acts only while the node holds the caller's token (docs/guide-election.md).
 inline constexpr Script script_leader{"leader", lua::leader_body, lua::leader_sha, true};
+// Status's write probe writes nothing (a SET XX of a key that does not exist).
+inline constexpr Script script_probe{"probe", lua::probe_body, lua::probe_sha, true};
 
 }  // namespace redlock::detail

@@ -64,6 +64,42 @@ TEST_F(CliStatus, AWrongPasswordIsARefusalInTheTextAndTheJsonAlike) {
   EXPECT_TRUE(has(j.out, "\"refused\":1")) << j.out;
 }
 
+// A node that answers INFO but refuses every write (maxmemory reached with noeviction; an ACL
+// without SET) cannot vote: status says so, from a write probe that writes nothing.
+TEST_F(CliStatus, ANodeThatRefusesWritesCannotVoteAndStatusSaysSo) {
+  const std::string nodes = cluster.node_list();
+  cluster[1].command({"CONFIG", "SET", "maxmemory-policy", "noeviction"});
+  ASSERT_EQ(cluster[1].command({"CONFIG", "SET", "maxmemory", "1"}), "OK");
+  auto s = cli({"--nodes", nodes, "--no-persistence-warning", "status"});
+  EXPECT_EQ(s.exit_code, 5) << s.out << s.err;
+  const auto row = row_of(s.out, cluster[1].address());
+  EXPECT_TRUE(has(row, " refused ")) << s.out;
+  EXPECT_TRUE(has(row, "redis_oom")) << s.out;
+  EXPECT_TRUE(has(s.out, "2 of 3 nodes vote")) << s.out;
+  auto j = cli({"--nodes", nodes, "--no-persistence-warning", "status", "--json"});
+  EXPECT_EQ(j.exit_code, 5);
+  EXPECT_TRUE(has(j.out, "\"voting\":2")) << j.out;
+  ASSERT_EQ(cluster[1].command({"CONFIG", "SET", "maxmemory", "0"}), "OK");
+
+  // An ACL user that may not SET: its votes are refused with NOPERM.
+  for (std::size_t i = 0; i < 3; ++i)
+    ASSERT_EQ(
+        cluster[i].command({"ACL", "SETUSER", "reader", "on", ">pw", "~*", "&*", "+@all", "-set"}),
+        "OK");
+  std::string as_reader;
+  for (std::size_t i = 0; i < 3; ++i)
+    as_reader += (i ? "," : "") + std::string("redis://reader:pw@") + cluster[i].address();
+  auto acl = cli({"--nodes", as_reader, "--no-persistence-warning", "status"});
+  EXPECT_EQ(acl.exit_code, 3) << acl.out << acl.err;  // no quorum
+  EXPECT_TRUE(has(row_of(acl.out, cluster[0].address()), "redis_noperm")) << acl.out;
+
+  // The probe wrote nothing, on any node.
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(cluster[i].command({"DBSIZE"}), "0") << i;
+  auto ok = cli({"--nodes", nodes, "--no-persistence-warning", "status"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
+  EXPECT_TRUE(has(ok.out, "3 of 3 nodes vote")) << ok.out;
+}
+
 TEST_F(CliStatus, AReplicaAmongFiveLeavesAMarginOfOneAndIsNotDown) {
   RedisCluster five{5};
   ASSERT_EQ(five[4].command({"REPLICAOF", "127.0.0.1", std::to_string(five[0].port())}), "OK");
