@@ -4,7 +4,8 @@
 -- nothing, and is refused as every write of the lock scripts would be: OOM (maxmemory reached
 -- with noeviction), READONLY, NOREPLICAS (min-replicas-to-write), NOPERM (the ACL). Returns 1
 -- when the write was allowed, 0 when the key exists (another program's: it is left alone, and
--- nothing is known).
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+-- nothing is known). EXISTS is asked with pcall: an ACL that denies it (the scripts can do
+-- without it) leaves the SET XX to a key that still never exists.
+if redis.pcall('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('SET', KEYS[1], '', 'XX')
 return 1
