@@ -62,6 +62,17 @@ std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
+// A comma list of fault kinds (--faults, --only, --with), each one fault_kinds() names.
+std::vector<std::string> kinds_of(const std::string& list) {
+  auto kinds = split(list);
+  for (const auto& f : kinds) {
+    bool known = false;
+    for (const auto& k : redlock::sim::fault_kinds()) known = known || k == f;
+    if (!known) usage(("unknown fault kind " + f).c_str());
+  }
+  return kinds;
+}
+
 struct Totals {
   std::uint64_t seeds = 0, events = 0, scripts = 0, failed = 0;
 };
@@ -100,12 +111,7 @@ int main(int argc, char** argv) {
       if (jobs < 1 || jobs > 64) usage("--jobs between 1 and 64");
     } else if (a == "--faults") {
       faults_arg = value();
-      base.faults = split(faults_arg);
-      for (const auto& f : base.faults) {
-        bool known = false;
-        for (const auto& k : redlock::sim::fault_kinds()) known = known || k == f;
-        if (!known) usage(("unknown fault kind " + f).c_str());
-      }
+      base.faults = kinds_of(faults_arg);
     } else if (a == "--control") {
       control_arg = value();
       if (control_arg == "wipe-majority")
@@ -116,21 +122,11 @@ int main(int argc, char** argv) {
         usage("unknown control");
     } else if (a == "--only") {
       faults_arg = value();
-      base.faults = faults_arg == "none" ? std::vector<std::string>() : split(faults_arg);
+      base.faults = faults_arg == "none" ? std::vector<std::string>() : kinds_of(faults_arg);
       base.only = true;
-      for (const auto& f : base.faults) {
-        bool known = false;
-        for (const auto& k : redlock::sim::fault_kinds()) known = known || k == f;
-        if (!known) usage(("unknown fault kind " + f).c_str());
-      }
     } else if (a == "--with") {
       with_arg = value();
-      base.with = split(with_arg);
-      for (const auto& f : base.with) {
-        bool known = false;
-        for (const auto& k : redlock::sim::fault_kinds()) known = known || k == f;
-        if (!known) usage(("unknown fault kind " + f).c_str());
-      }
+      base.with = kinds_of(with_arg);
     } else if (a == "--shrink") {
       shrink = true;
     } else if (a == "--first") {
