@@ -73,6 +73,8 @@ struct NodeStatus {
   /// True when the node answered, and accepted a write probe that changes nothing: it can vote
   /// (a node at maxmemory with noeviction, or whose ACL denies a write, answers but cannot).
   bool up = false;
+  /// True when the node answered INFO (its connection is in session), whether or not it can vote.
+  bool answered = false;
   std::chrono::microseconds round_trip{0};  ///< Request to answer, when it answered.
   std::string server_version;               ///< The server's `redis_version`, when it answered.
   std::error_code error;                    ///< Why it did not answer (docs/errors.md).

@@ -69,6 +69,7 @@ void StatusQuery::on_node_reply(std::size_t node, const NodeReply& reply) {
     text_vote(reply.reply, v);
     if (v.vote == Vote::yes) {
       row.up = true;
+      row.answered = true;
       row.server_version =
           info_field(std::string(reply.reply->str, reply.reply->len), "redis_version");
     } else {

@@ -26,10 +26,11 @@ inline Config fast_config(const RedisCluster& cluster, const std::string& creden
 }
 
 // True once `client` has a session with every node: a grant then reaches every node, not only
-// the quorum that answered first (a node still connecting gets none of it).
+// the quorum that answered first (a node still connecting gets none of it). A node in session
+// that refuses writes (a test's OOM or ACL) counts: it answered.
 inline bool connected_to_all(Client& client) {
   auto rows = client.status();
-  return std::all_of(rows.begin(), rows.end(), [](const NodeStatus& n) { return n.up; });
+  return std::all_of(rows.begin(), rows.end(), [](const NodeStatus& n) { return n.answered; });
 }
 
 }  // namespace redlock::test
