@@ -284,7 +284,10 @@ void AcquireMachine::on_attempt(RequestId id, Clock::time_point now, Actions& ou
   auto& live = live_.at(id);
   const auto& f = live.tally;
   AcquireResult r;
-  r.votes = f.public_votes(0, ctx_.addresses());
+  // A settled round is dropped once this returns (on_settled, the only one to read its votes
+  // after, reads them only for a round not yet settled here): its votes move out.
+  r.votes = f.settled() ? live.tally.take_public_votes(ctx_.addresses())
+                        : f.public_votes(0, ctx_.addresses());
   r.attempts = attempts_ + fills_;
   if (!kept_) round_start_ = f.started();
   if (f.verdict() == Verdict::won && !ticket_.empty() && !f.settled()) {
