@@ -27,7 +27,7 @@ AcquireJob::AcquireJob(JobHost& host, proto::Context& context, uv_loop_t* loop,
 }
 
 void AcquireJob::begin() {
-  proto::Actions out;
+  auto out = host_.job_actions();
   if (cancel_) {
     auto* host = &host_;
     auto id = machine_.id();
@@ -45,7 +45,7 @@ void AcquireJob::begin() {
 }
 
 void AcquireJob::on_timer() {
-  proto::Actions out;
+  auto out = host_.job_actions();
   machine_.on_timer(timer_id_, Clock::now(), out);
   host_.run_job(out);
 }

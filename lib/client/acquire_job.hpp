@@ -18,6 +18,8 @@ namespace redlock::detail {
 // What a job needs of its driver (the coordinator).
 class JobHost {
  public:
+  // An empty action list for a job's event, to hand to run_job (which takes its storage back).
+  virtual proto::Actions job_actions() = 0;
   // Carries out the actions a job's machine wrote.
   virtual void run_job(proto::Actions& actions) = 0;
   // Loop thread: ends the wait of job `id` (its cancel token fired), if it still waits.
