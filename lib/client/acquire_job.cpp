@@ -10,18 +10,29 @@ namespace redlock::detail {
 
 using std::chrono::microseconds;
 
+namespace {
+
+// A waiter's place in line (AcquireMachine): microseconds since the epoch on the wall clock. Read
+// only for a request that waits, the only one whose machine uses it.
+std::int64_t place_of(const AcquireRequest& request) {
+  if (!request.wait || request.wait->count() == 0) return 0;
+  return std::chrono::duration_cast<microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
 AcquireJob::AcquireJob(JobHost& host, proto::Context& context, uv_loop_t* loop,
                        const AcquireRequest& request, Milliseconds ttl,
                        Client::AcquireCallback done)
     : host_(host),
       config_(context.config()),
-      machine_(context, request, ttl, Clock::now(),
-               std::chrono::duration_cast<microseconds>(
-                   std::chrono::system_clock::now().time_since_epoch())
-                   .count()),
+      created_(Clock::now()),
+      machine_(context, request, ttl, created_, place_of(request)),
       done_(std::move(done)),
       cancel_(request.cancel) {
-  observe(config_, [&](Observer&) { began_ = Clock::now(); });
+  observe(config_, [&](Observer&) { began_ = created_; });
   uv_timer_init(loop, &timer_);
   timer_.data = this;
 }
@@ -40,7 +51,7 @@ void AcquireJob::begin() {
       return;
     }
   }
-  machine_.start(Clock::now(), out);
+  machine_.start(created_, out);
   host_.run_job(out);
 }
 

@@ -60,6 +60,9 @@ class AcquireJob {
 
   JobHost& host_;
   const Config& config_;
+  // When it was made: the machine's clock for its start too (begin() follows at once; a round
+  // counted from a little earlier only shortens its validity).
+  Clock::time_point created_;
   proto::AcquireMachine machine_;
   Client::AcquireCallback done_;
   std::optional<CancelToken> cancel_;
