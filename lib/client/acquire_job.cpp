@@ -31,10 +31,9 @@ AcquireJob::AcquireJob(JobHost& host, proto::Context& context, uv_loop_t* loop,
       created_(Clock::now()),
       machine_(context, request, ttl, created_, place_of(request)),
       done_(std::move(done)),
-      cancel_(request.cancel) {
+      cancel_(request.cancel),
+      loop_(loop) {
   observe(config_, [&](Observer&) { began_ = created_; });
-  uv_timer_init(loop, &timer_);
-  timer_.data = this;
 }
 
 void AcquireJob::begin() {
@@ -63,13 +62,20 @@ void AcquireJob::on_timer() {
 
 void AcquireJob::arm(proto::TimerId id, Clock::time_point at) {
   timer_id_ = id;
+  if (!timer_open_) {
+    uv_timer_init(loop_, &timer_);
+    timer_.data = this;
+    timer_open_ = true;
+  }
   auto wait = std::chrono::ceil<Milliseconds>(at - Clock::now());
   uv_timer_start(
       &timer_, [](uv_timer_t* t) { static_cast<AcquireJob*>(t->data)->on_timer(); },
       static_cast<std::uint64_t>(std::max<Milliseconds::rep>(wait.count(), 0)), 0);
 }
 
-void AcquireJob::disarm() { uv_timer_stop(&timer_); }
+void AcquireJob::disarm() {
+  if (timer_open_) uv_timer_stop(&timer_);
+}
 
 void AcquireJob::wait_began() {
   observe(config_, [&](Observer& o) {
@@ -112,6 +118,10 @@ void AcquireJob::deliver(AcquireResult r) {
 }
 
 void AcquireJob::close() {
+  if (!timer_open_) {
+    delete this;
+    return;
+  }
   uv_close(reinterpret_cast<uv_handle_t*>(&timer_),
            [](uv_handle_t* h) { delete static_cast<AcquireJob*>(h->data); });
 }

@@ -51,7 +51,7 @@ class AcquireJob {
   void wait_began();
   void deliver(AcquireResult r);
 
-  // Frees it once its timer is closed (its machine needs nothing more).
+  // Frees it (once its timer is closed, if it opened one): its machine needs nothing more.
   void close();
 
  private:
@@ -67,7 +67,11 @@ class AcquireJob {
   Client::AcquireCallback done_;
   std::optional<CancelToken> cancel_;
   std::uint64_t cancel_hook_ = 0;
+  uv_loop_t* loop_;
+  // Opened at the first arm() only: a job that never waits for a timer (a grant or a refusal at
+  // its first attempt) opens and closes no handle, and is freed at once by close().
   uv_timer_t timer_{};
+  bool timer_open_ = false;
   proto::TimerId timer_id_ = 0;
   Clock::time_point began_{};       // with an observer only: when the job began
   Clock::time_point wait_began_{};  // with an observer only: when it began to wait
