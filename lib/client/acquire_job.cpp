@@ -24,12 +24,12 @@ std::int64_t place_of(const AcquireRequest& request) {
 }  // namespace
 
 AcquireJob::AcquireJob(JobHost& host, proto::Context& context, uv_loop_t* loop,
-                       const AcquireRequest& request, Milliseconds ttl,
-                       Client::AcquireCallback done)
+                       AcquireRequest&& request, Milliseconds ttl, Client::AcquireCallback done)
     : host_(host),
       config_(context.config()),
       created_(Clock::now()),
-      machine_(context, request, ttl, created_, place_of(request)),
+      // Only the resources move: the wait and the cancel token are read here and below.
+      machine_(context, std::move(request), ttl, created_, place_of(request)),
       done_(std::move(done)),
       cancel_(request.cancel),
       loop_(loop) {

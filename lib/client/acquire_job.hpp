@@ -35,7 +35,8 @@ class JobHost {
 
 class AcquireJob {
  public:
-  AcquireJob(JobHost& host, proto::Context& context, uv_loop_t* loop, const AcquireRequest& request,
+  // `request`: its resources move into the machine.
+  AcquireJob(JobHost& host, proto::Context& context, uv_loop_t* loop, AcquireRequest&& request,
              Milliseconds ttl, Client::AcquireCallback done);
   AcquireJob(const AcquireJob&) = delete;
   AcquireJob& operator=(const AcquireJob&) = delete;

@@ -276,7 +276,7 @@ void Coordinator::reap() {
 // Operations
 
 void Coordinator::acquire(AcquireRequest request, Milliseconds ttl, Client::AcquireCallback done) {
-  auto* job = new AcquireJob(*this, *proto_, loop_, request, ttl, std::move(done));
+  auto* job = new AcquireJob(*this, *proto_, loop_, std::move(request), ttl, std::move(done));
   jobs_.emplace(job->id(), job);
   job->begin();
 }

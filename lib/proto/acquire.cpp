@@ -10,9 +10,18 @@ using namespace std::chrono_literals;
 
 AcquireMachine::AcquireMachine(Context& context, const AcquireRequest& request, Milliseconds ttl,
                                Clock::time_point now, std::int64_t place)
+    : AcquireMachine(context, request, request.resources, ttl, now, place) {}
+
+AcquireMachine::AcquireMachine(Context& context, AcquireRequest&& request, Milliseconds ttl,
+                               Clock::time_point now, std::int64_t place)
+    : AcquireMachine(context, request, std::move(request.resources), ttl, now, place) {}
+
+AcquireMachine::AcquireMachine(Context& context, const AcquireRequest& request,
+                               std::vector<std::string> resources, Milliseconds ttl,
+                               Clock::time_point now, std::int64_t place)
     : ctx_(context),
       id_(context.next_job()),
-      resources_(request.resources),
+      resources_(std::move(resources)),
       keys_(context.keys_of(resources_)),
       ttl_(ttl),
       fencing_(request.fencing),
