@@ -140,7 +140,7 @@ void run_async_cycles_into(Cycles& c, redlock::Client& client, const std::string
             cv.notify_all();
           };
           if (!r) return next(false);
-          client.release_async(r.lock, [next](redlock::ReleaseResult) { next(true); });
+          client.release_async(std::move(r.lock), [next](redlock::ReleaseResult) { next(true); });
         });
   };
   cycle();
@@ -249,14 +249,15 @@ TputWindow throughput_window(redlock::Client& client, const Options& o,
                              cycle(slot);
                              return;
                            }
-                           client.release_async(r.lock, [&, slot, t0](redlock::ReleaseResult rr) {
-                             if (measuring.load()) {
-                               if (!rr) ++w.errors["release:" + error_name(rr.error)];
-                               ++w.locks;
-                               w.latencies.push_back(us_between(t0, Clock::now()));
-                             }
-                             cycle(slot);
-                           });
+                           client.release_async(
+                               std::move(r.lock), [&, slot, t0](redlock::ReleaseResult rr) {
+                                 if (measuring.load()) {
+                                   if (!rr) ++w.errors["release:" + error_name(rr.error)];
+                                   ++w.locks;
+                                   w.latencies.push_back(us_between(t0, Clock::now()));
+                                 }
+                                 cycle(slot);
+                               });
                          });
   };
   for (int s = 0; s < slots; ++s) cycle(s);

@@ -10,24 +10,34 @@ namespace redlock::detail {
 
 using std::chrono::microseconds;
 
+namespace {
+
+// A waiter's place in line (AcquireMachine): microseconds since the epoch on the wall clock. Read
+// only for a request that waits, the only one whose machine uses it.
+std::int64_t place_of(const AcquireRequest& request) {
+  if (!request.wait || request.wait->count() == 0) return 0;
+  return std::chrono::duration_cast<microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
 AcquireJob::AcquireJob(JobHost& host, proto::Context& context, uv_loop_t* loop,
-                       const AcquireRequest& request, Milliseconds ttl,
-                       Client::AcquireCallback done)
+                       AcquireRequest&& request, Milliseconds ttl, Client::AcquireCallback done)
     : host_(host),
       config_(context.config()),
-      machine_(context, request, ttl, Clock::now(),
-               std::chrono::duration_cast<microseconds>(
-                   std::chrono::system_clock::now().time_since_epoch())
-                   .count()),
+      created_(Clock::now()),
+      // Only the resources move: the wait and the cancel token are read here and below.
+      machine_(context, std::move(request), ttl, created_, place_of(request)),
       done_(std::move(done)),
-      cancel_(request.cancel) {
-  observe(config_, [&](Observer&) { began_ = Clock::now(); });
-  uv_timer_init(loop, &timer_);
-  timer_.data = this;
+      cancel_(request.cancel),
+      loop_(loop) {
+  observe(config_, [&](Observer&) { began_ = created_; });
 }
 
 void AcquireJob::begin() {
-  proto::Actions out;
+  auto out = host_.job_actions();
   if (cancel_) {
     auto* host = &host_;
     auto id = machine_.id();
@@ -40,25 +50,32 @@ void AcquireJob::begin() {
       return;
     }
   }
-  machine_.start(Clock::now(), out);
+  machine_.start(created_, out);
   host_.run_job(out);
 }
 
 void AcquireJob::on_timer() {
-  proto::Actions out;
+  auto out = host_.job_actions();
   machine_.on_timer(timer_id_, Clock::now(), out);
   host_.run_job(out);
 }
 
 void AcquireJob::arm(proto::TimerId id, Clock::time_point at) {
   timer_id_ = id;
+  if (!timer_open_) {
+    uv_timer_init(loop_, &timer_);
+    timer_.data = this;
+    timer_open_ = true;
+  }
   auto wait = std::chrono::ceil<Milliseconds>(at - Clock::now());
   uv_timer_start(
       &timer_, [](uv_timer_t* t) { static_cast<AcquireJob*>(t->data)->on_timer(); },
       static_cast<std::uint64_t>(std::max<Milliseconds::rep>(wait.count(), 0)), 0);
 }
 
-void AcquireJob::disarm() { uv_timer_stop(&timer_); }
+void AcquireJob::disarm() {
+  if (timer_open_) uv_timer_stop(&timer_);
+}
 
 void AcquireJob::wait_began() {
   observe(config_, [&](Observer& o) {
@@ -101,6 +118,10 @@ void AcquireJob::deliver(AcquireResult r) {
 }
 
 void AcquireJob::close() {
+  if (!timer_open_) {
+    delete this;
+    return;
+  }
   uv_close(reinterpret_cast<uv_handle_t*>(&timer_),
            [](uv_handle_t* h) { delete static_cast<AcquireJob*>(h->data); });
 }

@@ -18,6 +18,8 @@ namespace redlock::detail {
 // What a job needs of its driver (the coordinator).
 class JobHost {
  public:
+  // An empty action list for a job's event, to hand to run_job (which takes its storage back).
+  virtual proto::Actions job_actions() = 0;
   // Carries out the actions a job's machine wrote.
   virtual void run_job(proto::Actions& actions) = 0;
   // Loop thread: ends the wait of job `id` (its cancel token fired), if it still waits.
@@ -33,7 +35,8 @@ class JobHost {
 
 class AcquireJob {
  public:
-  AcquireJob(JobHost& host, proto::Context& context, uv_loop_t* loop, const AcquireRequest& request,
+  // `request`: its resources move into the machine.
+  AcquireJob(JobHost& host, proto::Context& context, uv_loop_t* loop, AcquireRequest&& request,
              Milliseconds ttl, Client::AcquireCallback done);
   AcquireJob(const AcquireJob&) = delete;
   AcquireJob& operator=(const AcquireJob&) = delete;
@@ -49,7 +52,7 @@ class AcquireJob {
   void wait_began();
   void deliver(AcquireResult r);
 
-  // Frees it once its timer is closed (its machine needs nothing more).
+  // Frees it (once its timer is closed, if it opened one): its machine needs nothing more.
   void close();
 
  private:
@@ -58,11 +61,18 @@ class AcquireJob {
 
   JobHost& host_;
   const Config& config_;
+  // When it was made: the machine's clock for its start too (begin() follows at once; a round
+  // counted from a little earlier only shortens its validity).
+  Clock::time_point created_;
   proto::AcquireMachine machine_;
   Client::AcquireCallback done_;
   std::optional<CancelToken> cancel_;
   std::uint64_t cancel_hook_ = 0;
+  uv_loop_t* loop_;
+  // Opened at the first arm() only: a job that never waits for a timer (a grant or a refusal at
+  // its first attempt) opens and closes no handle, and is freed at once by close().
   uv_timer_t timer_{};
+  bool timer_open_ = false;
   proto::TimerId timer_id_ = 0;
   Clock::time_point began_{};       // with an observer only: when the job began
   Clock::time_point wait_began_{};  // with an observer only: when it began to wait

@@ -173,7 +173,8 @@ void Coordinator::run(proto::Actions& actions, Route caller) {
 
 void Coordinator::on_votes(Route route, proto::RequestId id, std::size_t node,
                            std::vector<NodeVote> votes) {
-  proto::Actions out;
+  Scratch scratch(*this);
+  auto& out = scratch.out;
   auto now = Clock::now();
   switch (route.to) {
     case Route::To::acquire: {
@@ -216,14 +217,16 @@ void Coordinator::on_request_ended() {
 
 void Coordinator::on_message(std::size_t node, std::string_view channel, std::string_view payload) {
   if (!listeners_.empty()) tell_listeners(channel, true);
-  proto::Actions out;
+  Scratch scratch(*this);
+  auto& out = scratch.out;
   proto_->notices().on_message(node, channel, payload, Clock::now(), out);
   run(out, Route{});
 }
 
 void Coordinator::on_subscribed(std::size_t node, std::string_view channel) {
   if (!listeners_.empty()) tell_listeners(channel, false);
-  proto::Actions out;
+  Scratch scratch(*this);
+  auto& out = scratch.out;
   proto_->notices().on_subscribed(node, channel, Clock::now(), out);
   run(out, Route{});
 }
@@ -243,6 +246,20 @@ void Coordinator::on_watchdog_timer() {
   run(out, Route{Route::To::watchdog, 0});
 }
 
+proto::Actions Coordinator::take_actions() {
+  if (spare_actions_.empty()) return {};
+  proto::Actions a = std::move(spare_actions_.back());
+  spare_actions_.pop_back();
+  return a;
+}
+
+void Coordinator::recycle(proto::Actions& actions) {
+  actions.clear();
+  // A few are enough: one per nested event. A list that grew large (a renewal round) is let go.
+  if (actions.capacity() == 0 || actions.capacity() > 64 || spare_actions_.size() >= 8) return;
+  spare_actions_.push_back(std::move(actions));
+}
+
 void Coordinator::reap() {
   while (!reap_.empty()) {
     auto job = reap_.back();
@@ -259,7 +276,7 @@ void Coordinator::reap() {
 // Operations
 
 void Coordinator::acquire(AcquireRequest request, Milliseconds ttl, Client::AcquireCallback done) {
-  auto* job = new AcquireJob(*this, *proto_, loop_, request, ttl, std::move(done));
+  auto* job = new AcquireJob(*this, *proto_, loop_, std::move(request), ttl, std::move(done));
   jobs_.emplace(job->id(), job);
   job->begin();
 }
@@ -267,7 +284,8 @@ void Coordinator::acquire(AcquireRequest request, Milliseconds ttl, Client::Acqu
 void Coordinator::cancel_job(std::uint64_t id) {
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return;
-  proto::Actions out;
+  Scratch scratch(*this);
+  auto& out = scratch.out;
   it->second->machine().cancel(Errc::cancelled, Clock::now(), out);
   reap_.push_back(id);
   run(out, Route{});
@@ -306,7 +324,8 @@ void Coordinator::extend(Lock lock, Milliseconds ttl, Client::ExtendCallback don
   auto id = proto_->next_job();
   auto& op = extends_[id];
   op = std::make_unique<ExtendOp>(*proto_, id, std::move(lock), ttl, std::move(done));
-  proto::Actions out;
+  Scratch scratch(*this);
+  auto& out = scratch.out;
   op->machine.start(op->started, out);
   run(out, Route{Route::To::extend, id});
 }
@@ -315,7 +334,8 @@ void Coordinator::release(Lock lock, Client::ReleaseCallback done, std::shared_p
   auto id = proto_->next_job();
   auto& op = releases_[id];
   op = std::make_unique<ReleaseOp>(*proto_, id, std::move(lock), std::move(done), std::move(lease));
-  proto::Actions out;
+  Scratch scratch(*this);
+  auto& out = scratch.out;
   op->machine.start(op->started, out);
   run(out, Route{Route::To::release, id});
 }

@@ -99,6 +99,24 @@ class Coordinator final : JobHost, VoteSink, MessageSink {
   struct LockNote;
   struct ExtendOp;
   struct ReleaseOp;
+  // An action list for one event, taken from spare_actions_ and given back (emptied, its
+  // capacity kept) when it goes: an event's first action allocates no list. A nested event (a
+  // callback's next call, inside run()) takes another.
+  class Scratch {
+   public:
+    explicit Scratch(Coordinator& c) : c_(c), out(c.take_actions()) {}
+    ~Scratch() { c_.recycle(out); }
+    Scratch(const Scratch&) = delete;
+    Scratch& operator=(const Scratch&) = delete;
+
+   private:
+    Coordinator& c_;
+
+   public:
+    proto::Actions out;
+  };
+  proto::Actions take_actions();
+  void recycle(proto::Actions& actions);
   void found_lost(const LockNote& note);
 
   // Carries out what a machine asked for, in order. `caller`: whom a Send or a timer without a
@@ -111,7 +129,11 @@ class Coordinator final : JobHost, VoteSink, MessageSink {
   void close_nodes();
 
   // JobHost
-  void run_job(proto::Actions& actions) override { run(actions, Route{}); }
+  proto::Actions job_actions() override { return take_actions(); }
+  void run_job(proto::Actions& actions) override {
+    run(actions, Route{});
+    recycle(actions);
+  }
   void cancel_job(std::uint64_t id) override;
   const Poster& poster() const override { return post_to_loop_; }
   // VoteSink
@@ -160,8 +182,9 @@ class Coordinator final : JobHost, VoteSink, MessageSink {
   bool nodes_closed_ = false;
   uv_timer_t drain_timer_{};
   Poster post_to_loop_;
-  std::vector<std::uint64_t> reap_;     // jobs that may be done
-  int running_ = 0;                     // depth of run()
+  std::vector<std::uint64_t> reap_;            // jobs that may be done
+  std::vector<proto::Actions> spare_actions_;  // emptied action lists to reuse (Scratch)
+  int running_ = 0;                            // depth of run()
   std::atomic<bool> quick_off_{false};  // proto_->quick_acquire() turned false (for the lane)
 };
 

@@ -10,9 +10,18 @@ using namespace std::chrono_literals;
 
 AcquireMachine::AcquireMachine(Context& context, const AcquireRequest& request, Milliseconds ttl,
                                Clock::time_point now, std::int64_t place)
+    : AcquireMachine(context, request, request.resources, ttl, now, place) {}
+
+AcquireMachine::AcquireMachine(Context& context, AcquireRequest&& request, Milliseconds ttl,
+                               Clock::time_point now, std::int64_t place)
+    : AcquireMachine(context, request, std::move(request.resources), ttl, now, place) {}
+
+AcquireMachine::AcquireMachine(Context& context, const AcquireRequest& request,
+                               std::vector<std::string> resources, Milliseconds ttl,
+                               Clock::time_point now, std::int64_t place)
     : ctx_(context),
       id_(context.next_job()),
-      resources_(request.resources),
+      resources_(std::move(resources)),
       keys_(context.keys_of(resources_)),
       ttl_(ttl),
       fencing_(request.fencing),
@@ -284,7 +293,10 @@ void AcquireMachine::on_attempt(RequestId id, Clock::time_point now, Actions& ou
   auto& live = live_.at(id);
   const auto& f = live.tally;
   AcquireResult r;
-  r.votes = f.public_votes(0, ctx_.addresses());
+  // A settled round is dropped once this returns (on_settled, the only one to read its votes
+  // after, reads them only for a round not yet settled here): its votes move out.
+  r.votes = f.settled() ? live.tally.take_public_votes(ctx_.addresses())
+                        : f.public_votes(0, ctx_.addresses());
   r.attempts = attempts_ + fills_;
   if (!kept_) round_start_ = f.started();
   if (f.verdict() == Verdict::won && !ticket_.empty() && !f.settled()) {

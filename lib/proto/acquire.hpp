@@ -34,6 +34,9 @@ class AcquireMachine final : public Waiter {
   // Context under id().
   AcquireMachine(Context& context, const AcquireRequest& request, Milliseconds ttl,
                  Clock::time_point now, std::int64_t place);
+  // The same, taking the request's resources rather than copying them (the rest is read only).
+  AcquireMachine(Context& context, AcquireRequest&& request, Milliseconds ttl,
+                 Clock::time_point now, std::int64_t place);
   ~AcquireMachine();
   AcquireMachine(const AcquireMachine&) = delete;
   AcquireMachine& operator=(const AcquireMachine&) = delete;
@@ -69,6 +72,10 @@ class AcquireMachine final : public Waiter {
   bool shared() const noexcept { return shared_; }
 
  private:
+  // `resources`: the request's, copied or moved in; request.resources is not read.
+  AcquireMachine(Context& context, const AcquireRequest& request,
+                 std::vector<std::string> resources, Milliseconds ttl, Clock::time_point now,
+                 std::int64_t place);
   enum class Round { acquire, fence };
   // What to do once every node of a round answered.
   enum class Settle {

@@ -119,6 +119,11 @@ Votes FanOutTally::public_votes(std::size_t item,
   return make_votes(votes(item), std::move(addresses));
 }
 
+Votes FanOutTally::take_public_votes(std::shared_ptr<const std::vector<std::string>> addresses) {
+  taken_ = true;
+  return make_votes(std::move(first_votes_), std::move(addresses));
+}
+
 Votes make_votes(std::vector<NodeVote> nodes,
                  std::shared_ptr<const std::vector<std::string>> addresses) {
   Votes v;

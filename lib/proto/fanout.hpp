@@ -38,7 +38,7 @@ class FanOutTally {
   bool settled() const noexcept { return outstanding_ == 0; }
   bool answered(std::size_t node) const noexcept {
     // A node heard from has a vote on item 0 that is no longer pending (count()).
-    return items_ > 0 ? first_votes_[node].vote != Vote::pending : heard_[node];
+    return taken_ || (items_ > 0 ? first_votes_[node].vote != Vote::pending : heard_[node]);
   }
   bool decided(std::size_t item = 0) const noexcept { return at(item).verdict != Verdict::pending; }
   const Tally& tally(std::size_t item = 0) const noexcept { return at(item).tally; }
@@ -52,6 +52,10 @@ class FanOutTally {
   // Votes of item `item` as the public API reports them (addresses filled in by the driver).
   Votes public_votes(std::size_t item = 0,
                      std::shared_ptr<const std::vector<std::string>> addresses = nullptr) const;
+  // Item 0's votes the same, moved out rather than copied: for a tally its owner is done with.
+  // Every node counts as answered after it (nothing more is recorded); the tally, verdict and
+  // settled() stay as they were.
+  Votes take_public_votes(std::shared_ptr<const std::vector<std::string>> addresses = nullptr);
 
  private:
   struct Item {
@@ -82,6 +86,7 @@ class FanOutTally {
   const std::vector<std::size_t>* every_node_ = nullptr;
   std::vector<std::size_t> asked_;
   std::size_t outstanding_ = 0;
+  bool taken_ = false;  // take_public_votes moved item 0's votes out
 };
 
 // The Votes of a public result from per-node votes.

@@ -21,12 +21,25 @@ ExtendResult extend_result(const FanOutTally& f, Clock::time_point previous, Mil
   return r;
 }
 
-ReleaseResult release_result(const FanOutTally& f) {
+namespace {
+
+ReleaseResult release_result_of(const FanOutTally& f, Votes votes) {
   ReleaseResult r;
-  r.votes = f.public_votes();
+  r.votes = std::move(votes);
   r.released = f.tally().yes;
   if (f.verdict() != Verdict::won) r.error = make_error_code(f.tally().loss_reason(Errc::not_held));
   return r;
+}
+
+}  // namespace
+
+ReleaseResult release_result(const FanOutTally& f) {
+  return release_result_of(f, f.public_votes());
+}
+
+ReleaseResult release_result(FanOutTally&& f) {
+  auto votes = f.take_public_votes();
+  return release_result_of(f, std::move(votes));
 }
 
 namespace {
@@ -83,7 +96,8 @@ void ReleaseMachine::on_reply(RequestId request, std::size_t node, std::vector<N
   if (request != id_ || !tally_ || finished_) return;
   if (!tally_->record_decides(node, std::move(votes))) return;
   finished_ = true;
-  auto r = release_result(*tally_);
+  // Finished: the tally is asked nothing again (a later reply stops at finished_ above).
+  auto r = release_result(std::move(*tally_));
   r.votes.addresses = ctx_.addresses();
   out.push_back(DeliverRelease{op_, std::move(r)});
 }

@@ -19,6 +19,8 @@ ExtendResult extend_result(const FanOutTally& f, Clock::time_point previous, Mil
 // The result of a release whose fan-out is decided: released on how many nodes; an error
 // (not_held / no_quorum) without a quorum.
 ReleaseResult release_result(const FanOutTally& f);
+// The same, moving the votes out of a tally nobody asks again (FanOutTally::take_public_votes).
+ReleaseResult release_result(FanOutTally&& f);
 
 // Client::extend(): renew.lua for one lock.
 class ExtendMachine {
