@@ -295,6 +295,11 @@ MUTANTS = [
      "      if false then",
      "a waiter refused at its own turn for an earlier turn that runs leaves its turn on the key "
      "(liveness)"),
+    ("rw_dropped_turn_kept", "lib/scripts/acquire.lua",
+     "      if held == TURN .. m then\n        if instead and due and due > now then",
+     "      if false then\n        if instead and due and due > now then",
+     "a reader's refusal drops a waiter whose turn was missed and leaves the lock key holding that "
+     "turn: a value that refuses everyone until its ttl (liveness: a free lock held hostage)"),
     ("lane_never_checks_idle", "lib/client/lane.cpp",
      "        now - slots_[i]->heard >= kCheckIdleAfter) {",
      "        false) {",

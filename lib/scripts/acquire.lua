@@ -252,10 +252,22 @@ if ARGV[8] == 'shared' then
     return not subs or tonumber(subs[2]) ~= 0
   end
   local missed = {}
-  local function drop_missed()
+  -- Drops the waiters whose turn was missed. L must not keep a dropped waiter's turn: a turn
+  -- whose waiter has left the turns is no turn but a value that refuses everyone until its ttl
+  -- (as the mutex's acquire says below). It holds the turn that runs ahead (`instead`, until
+  -- `due`) for what is left of it, or nothing when none runs.
+  local function drop_missed(instead, due)
+    local held = redis.call('GET', L)
     for _, m in ipairs(missed) do
       try('ZREM', q, m)
       try('HDEL', turns, m)
+      if held == TURN .. m then
+        if instead and due and due > now then
+          try('SET', L, TURN .. instead, 'PX', due - now)
+        else
+          try('DEL', L)
+        end
+      end
     end
   end
   local holder = value
@@ -320,7 +332,7 @@ if ARGV[8] == 'shared' then
         due = nil
       end
       if due then
-        drop_missed()
+        drop_missed(instead, due)
         -- L must not keep a reader's turn that this refusal ends: standing in line again takes
         -- the reader's turn out of the turns, and L would then hold no turn but a value that
         -- refuses everyone, the writer ahead included, until its ttl. It holds the turn that

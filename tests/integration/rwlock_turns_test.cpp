@@ -141,5 +141,25 @@ TEST(ReadWriteTurns, AWriterRefusedAtItsTurnLeavesTheKeyToTheTurnAhead) {
   EXPECT_EQ(cluster[0].command({"GET", kLock}), turn_value(first));
 }
 
+// A reader's refusal that drops a waiter whose turn was missed (its client no longer listens)
+// while the lock key holds that turn leaves the key to the turn that runs ahead: a turn whose
+// waiter has left the turns is no turn but a value that refuses everyone until its ttl (found
+// by the simulator with every kind on: seed 360657, docs/simulation.md).
+TEST(ReadWriteTurns, AReadersRefusalDropsAMissedTurnFromTheKeyToo) {
+  RedisCluster cluster(1);
+  Listener listener(cluster[0].port());
+  ASSERT_TRUE(listener.ok());
+  const std::string gone = "redlock:turn:gone#1@200";  // nobody listens on its channel
+  const std::string writer = kWriterChannel + "#2@200";
+  two_turns(cluster[0], gone, writer);
+  cluster[0].command({"SET", kLock, turn_value(gone), "PX", "1500"});
+  auto r = ask(cluster[0], kReaderChannel + "#r3@200", 300, true);
+  EXPECT_EQ(r.substr(0, 1), "0") << "granted past a waiting writer: " << r;
+  EXPECT_EQ(cluster[0].command({"HGET", aux(detail::kTurns), gone}), "(nil)")
+      << "the missed turn was not dropped";
+  EXPECT_EQ(cluster[0].command({"GET", kLock}), turn_value(writer))
+      << "the lock key kept the dropped turn";
+}
+
 }  // namespace
 }  // namespace redlock
