@@ -44,6 +44,13 @@ void wait_connected(Client& client) {
   ASSERT_TRUE(test::eventually([&] { return test::connected_to_all(client); }, 5s));
 }
 
+// One lock taken and released on the lane, so that its connections are open.
+void open_lane(Client& client, const std::string& key) {
+  auto r = client.try_acquire(key, 5000ms);
+  ASSERT_TRUE(r) << r.message();
+  ASSERT_TRUE(client.release(r.lock));
+}
+
 TEST(Lane, TheReadmesCallGrantsAndReleasesOnTheLane) {
   RedisCluster cluster(3);
   Client client(lane_config(cluster));
@@ -104,9 +111,7 @@ TEST(Lane, AFailedLaneConnectionIsOpenedAgainAfterItsRest) {
   RedisCluster cluster(3);
   Client client(lane_config(cluster));
   wait_connected(client);
-  auto first = client.try_acquire("lane:down", 5000ms);
-  ASSERT_TRUE(first) << first.message();
-  ASSERT_TRUE(client.release(first.lock));
+  ASSERT_NO_FATAL_FAILURE(open_lane(client, "lane:down"));
 
   // Another client holds a key on every node; node 2 is paused. Our attempt at that key is
   // refused by nodes 0 and 1 and waits for node 2's reply (a refused attempt reads its replies
@@ -154,9 +159,7 @@ TEST(Lane, AnIdleConnectionTheServerClosedIsOpenedAgainNotFailed) {
   RedisCluster cluster(1);
   Client client(lane_config(cluster));
   wait_connected(client);
-  auto first = client.try_acquire("lane:idle", 5000ms);
-  ASSERT_TRUE(first) << first.message();
-  ASSERT_TRUE(client.release(first.lock));
+  ASSERT_NO_FATAL_FAILURE(open_lane(client, "lane:idle"));
   // The lane's connection: the last that ran the release script (the loop ran none).
   std::istringstream list(cluster[0].command({"CLIENT", "LIST"}));
   std::string line, id;
@@ -178,9 +181,7 @@ TEST(Lane, ARestartedServerIsUsedByTheLaneOnlyOnceTheLoopVerifiedItAgain) {
   RedisCluster cluster(3);
   Client client(lane_config(cluster));
   wait_connected(client);
-  auto first = client.try_acquire("lane:restart", 5000ms);
-  ASSERT_TRUE(first) << first.message();
-  ASSERT_TRUE(client.release(first.lock));
+  ASSERT_NO_FATAL_FAILURE(open_lane(client, "lane:restart"));
   cluster[1].restart();  // another run_id: the lane's connection to the old server is closed
   const auto opened_before = opened();
   bool three = false;
@@ -319,9 +320,7 @@ TEST(Lane, APausedNodeRestsInsteadOfCostingEachLaterCallAnOpenAttempt) {
   Client client(lane_config(cluster)), other(lane_config(cluster));
   wait_connected(client);
   wait_connected(other);
-  auto first = client.try_acquire("lane:rest", 5000ms);
-  ASSERT_TRUE(first) << first.message();
-  ASSERT_TRUE(client.release(first.lock));
+  ASSERT_NO_FATAL_FAILURE(open_lane(client, "lane:rest"));
   auto held = other.try_acquire("lane:rest:held", 10000ms);
   ASSERT_TRUE(held) << held.message();
   ASSERT_TRUE(test::eventually(
@@ -407,9 +406,7 @@ TEST(Lane, TheNextCallReadsTheLateRepliesOfTheLastBeforeItsOwn) {
   RedisCluster cluster(3);
   Client client(lane_config(cluster));
   wait_connected(client);
-  auto warm = client.try_acquire("lane:late:warm", 5000ms);
-  ASSERT_TRUE(warm) << warm.message();
-  ASSERT_TRUE(client.release(warm.lock));
+  ASSERT_NO_FATAL_FAILURE(open_lane(client, "lane:late:warm"));
   const auto opened_before = opened();
   const auto served_before = served();
   cluster[2].pause();
@@ -484,9 +481,7 @@ TEST(Lane, AReleaseAfterALoopGrantStillOnItsWayGoesBehindItOnTheLoop) {
   RedisCluster cluster(3);
   Client client(lane_config(cluster));
   wait_connected(client);
-  auto warm = client.try_acquire("lane:behind:warm", 5000ms);
-  ASSERT_TRUE(warm) << warm.message();
-  ASSERT_TRUE(client.release(warm.lock));
+  ASSERT_NO_FATAL_FAILURE(open_lane(client, "lane:behind:warm"));
   cluster[2].pause();
   auto granted = on_the_loop<AcquireResult>([&](auto done) {
     client.acquire_async(AcquireRequest({"lane:behind"}, 5000ms, 0ms), std::move(done));
