@@ -119,9 +119,10 @@ TEST(Safety, ExtendToAShorterTtlNeverLetsASecondHolderIn) {
   ASSERT_TRUE(r.lock.valid()) << "the holder still believes in its lock";
   auto other = b.try_acquire("res", 5000ms);
   EXPECT_EQ(other.error, Errc::not_acquired) << "two holders: " << other.message();
-  // What the holder believes is covered by every key: none was shortened.
+  // What the holder believes is covered by every key: none was shortened (a shortened key is
+  // gone by now). The margin below the 10 s is for a loaded machine.
   for (std::size_t i = 0; i < cluster.size(); ++i)
-    EXPECT_GT(pttl(cluster[i], "redlock:res"), 8000) << "node " << i;
+    EXPECT_GT(pttl(cluster[i], "redlock:res"), 3000) << "node " << i;
 }
 
 // Defect: a bare-quorum holder whose failed extend reached one of its three nodes shortened
@@ -150,8 +151,11 @@ TEST(Safety, AFailedExtendThatReachedSomeNodesKeepsTheHoldersQuorum) {
   ASSERT_TRUE(r.lock.valid());
   auto other = b.try_acquire("res", 5000ms);
   EXPECT_EQ(other.error, Errc::not_acquired) << "two holders: " << other.message();
+  // A key the failed extend shortened has 300 ms or less left, or is gone (-2). The margin below
+  // the 10 s the lock was taken for is for a loaded machine: pausing, resuming and the wait
+  // above can take seconds there.
   for (std::size_t i : {0u, 1u, 2u})
-    EXPECT_GT(pttl(cluster[i], "redlock:res"), 8000) << "node " << i << " key was shortened";
+    EXPECT_GT(pttl(cluster[i], "redlock:res"), 3000) << "node " << i << " key was shortened";
 }
 
 // Defect: every attempt of one acquire sent the same token, so a failed attempt's late
