@@ -53,33 +53,7 @@ void World::permit_granted(int c, const AcquireResult& r) {
   claim.slot = r.lock.permit;
   op.claim = static_cast<int>(claims_.size());
   claims_.push_back(claim);
-  ++op.step;
-  auto step = op.step;
-  Us ttl = cl.config.ttl.count() * kMs;
-  if (permits_rng_.chance(0.05)) {
-    // The holder's process crashes while it holds: its permit is left to expire on the nodes.
-    user_step(
-        c, step, [this, c] { kill(c, "a holder of a permit crashes"); },
-        permits_rng_.range(0, ttl / 2));
-  }
-  if (op.holds) {
-    Actions out;
-    op.lease = cl.brain->watch(op.lock, cnow(cl), out);
-    watched(c, op.lease);
-    apply(c, out);
-    expect_lost(c, op.lease);
-    user_step(
-        c, step, [this, c] { op_end(c, true); }, permits_rng_.range(ttl, 2 * ttl));
-    return;
-  }
-  if (permits_rng_.chance(0.3)) {
-    // An extend of the permit (renew.lua on its slot key, which keeps k as long).
-    Us ext = ttl * permits_rng_.pick(kExtendPercents) / 100;
-    extend_then_end(c, step, ext, permits_rng_.range(0, ttl / 2), ttl);
-    return;
-  }
-  user_step(
-      c, step, [this, c] { op_end(c, true); }, permits_rng_.range(0, ttl));
+  hold_granted_kind(c, permits_rng_, "a holder of a permit crashes");
 }
 
 }  // namespace redlock::sim::internal

@@ -57,34 +57,7 @@ void World::rw_granted(int c, const AcquireResult& r) {
   op.claim = static_cast<int>(claims_.size());
   claims_.push_back(claim);
   if (op.kind == OpKind::reader) check_rw_overtake(c);
-  ++op.step;
-  auto step = op.step;
-  Us ttl = cl.config.ttl.count() * kMs;
-  if (rw_rng_.chance(0.05)) {
-    // The holder's process crashes while it holds: its lock is left to expire on the nodes.
-    user_step(
-        c, step, [this, c] { kill(c, "a holder of the read-write lock crashes"); },
-        rw_rng_.range(0, ttl / 2));
-  }
-  if (op.holds) {
-    Actions out;
-    op.lease = cl.brain->watch(op.lock, cnow(cl), out);
-    watched(c, op.lease);
-    apply(c, out);
-    expect_lost(c, op.lease);
-    user_step(
-        c, step, [this, c] { op_end(c, true); }, rw_rng_.range(ttl, 2 * ttl));
-    return;
-  }
-  if (rw_rng_.chance(0.3)) {
-    // An extend (renew.lua: a reader's form for a reader), to a shorter, the same or a longer
-    // ttl; the holder then holds to the end of what it believes.
-    Us ext = ttl * rw_rng_.pick(kExtendPercents) / 100;
-    extend_then_end(c, step, ext, rw_rng_.range(0, ttl / 2), ttl);
-    return;
-  }
-  user_step(
-      c, step, [this, c] { op_end(c, true); }, rw_rng_.range(0, ttl));
+  hold_granted_kind(c, rw_rng_, "a holder of the read-write lock crashes");
 }
 
 }  // namespace redlock::sim::internal

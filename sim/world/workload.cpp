@@ -159,6 +159,38 @@ void World::op_granted(int c, const AcquireResult& r) {
       c, step, [this, c] { op_end(c, true); }, rng_.range(0, ttl));
 }
 
+void World::hold_granted_kind(int c, Rng& rng, const char* crash) {
+  auto& cl = clients_[c];
+  auto& op = cl.op;
+  ++op.step;
+  auto step = op.step;
+  Us ttl = cl.config.ttl.count() * kMs;
+  if (rng.chance(0.05)) {
+    // The holder's process crashes while it holds: what it holds is left to expire on the nodes.
+    user_step(
+        c, step, [this, c, crash] { kill(c, crash); }, rng.range(0, ttl / 2));
+  }
+  if (op.holds) {
+    Actions out;
+    op.lease = cl.brain->watch(op.lock, cnow(cl), out);
+    watched(c, op.lease);
+    apply(c, out);
+    expect_lost(c, op.lease);
+    user_step(
+        c, step, [this, c] { op_end(c, true); }, rng.range(ttl, 2 * ttl));
+    return;
+  }
+  if (rng.chance(0.3)) {
+    // An extend (renew.lua in the kind's form), to a shorter, the same or a longer ttl; the
+    // holder then holds to the end of what it believes.
+    Us ext = ttl * rng.pick(kExtendPercents) / 100;
+    extend_then_end(c, step, ext, rng.range(0, ttl / 2), ttl);
+    return;
+  }
+  user_step(
+      c, step, [this, c] { op_end(c, true); }, rng.range(0, ttl));
+}
+
 void World::extend_then_end(int c, std::uint64_t step, Us ext, Us at, Us ttl) {
   user_step(
       c, step,

@@ -419,6 +419,11 @@ class World {
   // The holder's extend of its lock to `ext`, `at` into its step, then the op's end 3 ttl later
   // (only if the extend's result never came: it always does, at the latest on the timeouts).
   void extend_then_end(int c, std::uint64_t step, Us ext, Us at, Us ttl);
+  // What a holder of a permit or of a read-write lock does once granted, its draws `rng`'s: now
+  // and then its process crashes while it holds (`crash`: the trace's words); a holder (op.holds)
+  // is watched and holds one to two leases; three in ten of the others extend; the rest release
+  // within a lease.
+  void hold_granted_kind(int c, Rng& rng, const char* crash);
   // A grant of the client's op: the op holds the lock, and its claim (what checker 1 and the
   // others judge) begins now, to the deadline the client believes.
   Claim grant_claim(int c, const AcquireResult& r);
