@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "../core/observe.hpp"
+#include "../core/recycled.hpp"
 #include "../core/token.hpp"
 #include "../net/scripts.hpp"
 #include "../proto/notices.hpp"
@@ -39,7 +40,8 @@ struct Coordinator::ExtendOp : LockNote {
   Client::ExtendCallback done;
 };
 
-struct Coordinator::ReleaseOp : LockNote {
+// Made and freed once per release (its block recycled: Recycled).
+struct Coordinator::ReleaseOp : LockNote, Recycled<ReleaseOp> {
   ReleaseOp(proto::Context& context, std::uint64_t id, Lock lock, Client::ReleaseCallback callback,
             std::shared_ptr<Lease> lease)
       : LockNote(context.config(), lock, std::move(lease)),
