@@ -73,6 +73,8 @@ Coordinator::Coordinator(uv_loop_t* loop, const Config& config)
   proto_ = std::make_unique<proto::Context>(
       config_, nodes_.size(), std::move(channel), [](std::string& out) { return new_token(out); },
       [this] { return rng_(); }, addresses_);
+  // Every request of this context is sent and dropped on the loop thread: it may reuse them.
+  proto_->reuse_requests();
   watchdog_ = std::make_unique<Watchdog>(*proto_, config_, lost_tokens_);
   uv_timer_init(loop_, &drain_timer_);
   drain_timer_.data = this;

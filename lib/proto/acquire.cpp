@@ -186,7 +186,9 @@ void AcquireMachine::send_acquire(const std::vector<NodeVote>* known, Clock::tim
   if (quick_) {
     live.quick = true;
     live.sent = now;
-    send.request = std::make_shared<const Request>(quick_acquire_request(keys_[0], token_, ttl_));
+    auto request = ctx_.request(Context::Reused::quick_acquire);  // filled in whole
+    fill_quick_acquire(*request, keys_[0], token_, ttl_);
+    send.request = std::move(request);
   } else if (shared_) {
     send.request = std::make_shared<const Request>(reader_request(
         keys_[0], token_, ttl_, fencing_, ticket_, place_, line_kept(now), ctx_.turn_length()));
