@@ -1,20 +1,29 @@
-// Recycled<T>: a base that gives T an operator new and delete of its own, which keep the blocks of
-// freed Ts (up to kKeep per thread) for the thread's next new T. For an object the loop thread
-// makes and drops once per lock (an InFlight, an AcquireJob, a release's ReleaseOp): with 64 locks
-// in flight, malloc's per-thread cache (a few blocks per size) is always empty or full, and every
-// such new and delete took malloc's slow paths. Only the memory is reused: each new T is
-// constructed afresh. Under AddressSanitizer nothing is kept, so that a use after free is still
-// caught.
+// Blocks of memory kept for reuse, per thread, for what the loop thread makes and drops once per
+// lock. With 64 locks in flight, malloc's per-thread cache (a few blocks per size) is always
+// empty or full for them, and every such new and delete took malloc's slow paths.
+// - Recycled<T>: a base that gives T an operator new and delete of its own (an InFlight, an
+//   AcquireJob, a release's ReleaseOp).
+// - RecyclingAllocator<T>: an allocator for the nodes of a map or a shared_ptr's block (a job's
+//   entry in the maps that find it, a callback's shared block).
+// Only the memory is reused: each object is constructed afresh in it. A block freed on another
+// thread than the one that took it is kept by the thread that frees it. Under AddressSanitizer
+// nothing is kept, so that a use after free is still caught.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
 #include <new>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace redlock::detail {
 
-template <typename T>
-class Recycled {
+// Up to kKeep freed blocks of `Size` bytes, per thread.
+template <std::size_t Size>
+class BlockPool {
  public:
 #if defined(__SANITIZE_ADDRESS__)
   static constexpr std::size_t kKeep = 0;
@@ -22,37 +31,28 @@ class Recycled {
   static constexpr std::size_t kKeep = 256;
 #endif
 
-  static void* operator new(std::size_t size) {
-    // A class derived from T has another size: its blocks come from the heap.
-    if (size == sizeof(T)) {
-      if (auto* spare = spares(); spare != nullptr && !spare->empty()) {
-        void* p = spare->back();
-        spare->pop_back();
-        return p;
-      }
+  static void* take() {
+    if (auto* spare = spares(); spare != nullptr && !spare->empty()) {
+      void* p = spare->back();
+      spare->pop_back();
+      return p;
     }
-    return ::operator new(size);
+    return ::operator new(Size);
   }
-  static void operator delete(void* p, std::size_t size) noexcept {
-    if (size == sizeof(T)) {
-      if (auto* spare = spares(); spare != nullptr && spare->size() < kKeep) {
-        try {
-          spare->push_back(p);
-          return;
-        } catch (...) {  // no memory for the list: the block goes back to the heap
-        }
+  static void give(void* p) noexcept {
+    if (auto* spare = spares(); spare != nullptr && spare->size() < kKeep) {
+      try {
+        spare->push_back(p);
+        return;
+      } catch (...) {  // no memory for the list: the block goes back to the heap
       }
     }
     ::operator delete(p);
   }
 
- protected:
-  Recycled() = default;
-  ~Recycled() = default;
-
  private:
-  // The thread's spare blocks; null once the thread's statics are being destroyed (a T deleted
-  // then goes back to the heap).
+  // The thread's spare blocks; null once the thread's statics are being destroyed (a block
+  // given back then goes to the heap).
   struct Spares {
     std::vector<void*> blocks;
     ~Spares() {
@@ -70,5 +70,61 @@ class Recycled {
     return &s.blocks;
   }
 };
+
+template <typename T>
+class Recycled {
+ public:
+  static void* operator new(std::size_t size) {
+    // A class derived from T has another size: its blocks come from the heap.
+    return size == sizeof(T) ? BlockPool<sizeof(T)>::take() : ::operator new(size);
+  }
+  static void operator delete(void* p, std::size_t size) noexcept {
+    if (size == sizeof(T))
+      BlockPool<sizeof(T)>::give(p);
+    else
+      ::operator delete(p);
+  }
+
+ protected:
+  Recycled() = default;
+  ~Recycled() = default;
+};
+
+// One object at a time from the pool of its size (a map's node, a shared_ptr's block); arrays
+// (a hash map's buckets) from the heap.
+template <typename T>
+struct RecyclingAllocator {
+  using value_type = T;
+  static_assert(alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
+
+  RecyclingAllocator() noexcept = default;
+  template <typename U>
+  RecyclingAllocator(const RecyclingAllocator<U>&) noexcept {}  // NOLINT: rebinding, as std's
+
+  T* allocate(std::size_t n) {
+    if (n == 1) return static_cast<T*>(BlockPool<sizeof(T)>::take());
+    return std::allocator<T>().allocate(n);
+  }
+  void deallocate(T* p, std::size_t n) noexcept {
+    if (n == 1)
+      BlockPool<sizeof(T)>::give(p);
+    else
+      std::allocator<T>().deallocate(p, n);
+  }
+  template <typename U>
+  bool operator==(const RecyclingAllocator<U>&) const noexcept {
+    return true;
+  }
+  template <typename U>
+  bool operator!=(const RecyclingAllocator<U>&) const noexcept {
+    return false;
+  }
+};
+
+// A map by id (of a job, an operation) whose entries come and go once per lock.
+template <typename V>
+using RecyclingIdMap =
+    std::unordered_map<std::uint64_t, V, std::hash<std::uint64_t>, std::equal_to<std::uint64_t>,
+                       RecyclingAllocator<std::pair<const std::uint64_t, V>>>;
 
 }  // namespace redlock::detail

@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "../core/recycled.hpp"
 #include "actions.hpp"
 #include "redlock/config.hpp"
 
@@ -117,7 +118,7 @@ class Context {
   std::uint64_t last_job_ = 0;
   bool quick_acquire_ = true;
   bool shutting_down_ = false;
-  std::unordered_map<std::uint64_t, Waiter*> jobs_;
+  RecyclingIdMap<Waiter*> jobs_;
   std::unique_ptr<Notices> notices_;
   // request(): per kind, the requests kept for reuse, in the order they went out (`next` is the
   // one that went out longest ago, the likeliest to be free again).
