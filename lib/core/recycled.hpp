@@ -21,7 +21,9 @@
 
 namespace redlock::detail {
 
-// Up to kKeep freed blocks of `Size` bytes, per thread.
+// Up to kKeep freed blocks of `Size` bytes, per thread, in a list threaded through the blocks
+// themselves (each holds the next one's address). The thread's state is one plain thread_local:
+// one lookup per take or give, no guard (in a shared library each thread_local lookup is a call).
 template <std::size_t Size>
 class BlockPool {
  public:
@@ -30,44 +32,65 @@ class BlockPool {
 #else
   static constexpr std::size_t kKeep = 256;
 #endif
+  static_assert(Size >= sizeof(void*), "a kept block holds the next one's address");
 
   static void* take() {
-    if (auto* spare = spares(); spare != nullptr && !spare->empty()) {
-      void* p = spare->back();
-      spare->pop_back();
-      return p;
-    }
-    return ::operator new(Size);
+    auto& l = local();
+    if (l.head == nullptr) return ::operator new(Size);
+    void* p = l.head;
+    l.head = *static_cast<void**>(p);
+    --l.count;
+    return p;
   }
   static void give(void* p) noexcept {
-    if (auto* spare = spares(); spare != nullptr && spare->size() < kKeep) {
-      try {
-        spare->push_back(p);
-        return;
-      } catch (...) {  // no memory for the list: the block goes back to the heap
-      }
+    auto& l = local();
+    if (l.gone || l.count >= kKeep || !armed(l)) {
+      ::operator delete(p);
+      return;
     }
-    ::operator delete(p);
+    *static_cast<void**>(p) = l.head;
+    l.head = p;
+    ++l.count;
   }
 
  private:
-  // The thread's spare blocks; null once the thread's statics are being destroyed (a block
-  // given back then goes to the heap).
-  struct Spares {
-    std::vector<void*> blocks;
-    ~Spares() {
-      gone() = true;
-      for (void* p : blocks) ::operator delete(p);
+  // Trivially destructible: readable to the thread's very end.
+  struct Local {
+    void* head = nullptr;  // the kept blocks
+    std::size_t count = 0;
+    bool armed = false;  // the Cleaner of this thread exists
+    bool gone = false;   // the thread is ending: blocks go back to the heap
+  };
+  // Frees the thread's kept blocks when the thread ends.
+  struct Cleaner {
+    Cleaner() = default;
+    Cleaner(const Cleaner&) = delete;
+    Cleaner& operator=(const Cleaner&) = delete;
+    ~Cleaner() {
+      auto& l = local();
+      l.gone = true;
+      while (l.head != nullptr) {
+        void* p = l.head;
+        l.head = *static_cast<void**>(p);
+        ::operator delete(p);
+      }
+      l.count = 0;
     }
   };
-  static bool& gone() noexcept {
-    thread_local bool g = false;  // trivially destructible: readable to the thread's very end
-    return g;
+  static Local& local() noexcept {
+    thread_local Local l;
+    return l;
   }
-  static std::vector<void*>* spares() noexcept {
-    if (kKeep == 0 || gone()) return nullptr;
-    thread_local Spares s;
-    return &s.blocks;
+  // Makes the thread's Cleaner at its first kept block; false if that failed (nothing is kept).
+  static bool armed(Local& l) noexcept {
+    if (l.armed) return true;
+    try {
+      thread_local Cleaner cleaner;
+      (void)cleaner;
+      l.armed = true;
+    } catch (...) {
+    }
+    return l.armed;
   }
 };
 
