@@ -19,6 +19,15 @@
 #include <utility>
 #include <vector>
 
+// Under AddressSanitizer nothing is kept (a use after free must still be caught).
+#if defined(__SANITIZE_ADDRESS__)
+#define REDLOCK_RECYCLE_NOTHING 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)  // clang's way of saying it
+#define REDLOCK_RECYCLE_NOTHING 1
+#endif
+#endif
+
 namespace redlock::detail {
 
 // Up to kKeep freed blocks of `Size` bytes, per thread, in a list threaded through the blocks
@@ -27,7 +36,7 @@ namespace redlock::detail {
 template <std::size_t Size>
 class BlockPool {
  public:
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(REDLOCK_RECYCLE_NOTHING)
   static constexpr std::size_t kKeep = 0;
 #else
   static constexpr std::size_t kKeep = 256;
