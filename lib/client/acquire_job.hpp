@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 
+#include "../core/recycled.hpp"
 #include "../proto/acquire.hpp"
 #include "lease.hpp"
 #include "redlock/client.hpp"
@@ -33,7 +34,8 @@ class JobHost {
   ~JobHost() = default;
 };
 
-class AcquireJob {
+// Made and freed once per acquire (its block recycled: Recycled).
+class AcquireJob : public Recycled<AcquireJob> {
  public:
   // `request`: its resources move into the machine.
   AcquireJob(JobHost& host, proto::Context& context, uv_loop_t* loop, AcquireRequest&& request,

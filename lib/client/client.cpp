@@ -8,6 +8,7 @@
 
 #include "../core/keys.hpp"
 #include "../core/observe.hpp"
+#include "../core/recycled.hpp"
 #include "../net/tls.hpp"
 #include "client_impl.hpp"
 
@@ -201,7 +202,9 @@ std::string Client::key_of(std::string_view resource) const {
 
 void Client::acquire_async(AcquireRequest request, AcquireCallback done) {
   auto* impl = impl_.get();
-  auto shared = std::make_shared<AcquireCallback>(std::move(done));
+  // Its block is recycled by the thread that drops it last (RecyclingAllocator), mostly the loop.
+  auto shared = std::allocate_shared<AcquireCallback>(detail::RecyclingAllocator<AcquireCallback>(),
+                                                      std::move(done));
   impl->submit(
       [impl, request = std::move(request), shared]() mutable {
         const auto& config = impl->config_;
@@ -244,7 +247,9 @@ void Client::extend_async(Lock lock, Milliseconds ttl, ExtendCallback done) {
 
 void Client::release_async(Lock lock, ReleaseCallback done) {
   auto* impl = impl_.get();
-  auto shared = std::make_shared<ReleaseCallback>(std::move(done));
+  // Its block is recycled by the thread that drops it last (RecyclingAllocator), mostly the loop.
+  auto shared = std::allocate_shared<ReleaseCallback>(detail::RecyclingAllocator<ReleaseCallback>(),
+                                                      std::move(done));
   impl->submit(
       [impl, lock = std::move(lock), shared]() mutable {
         std::string bad = check_lock(lock);

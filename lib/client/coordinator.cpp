@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "../core/observe.hpp"
+#include "../core/recycled.hpp"
 #include "../core/token.hpp"
 #include "../net/scripts.hpp"
 #include "../proto/notices.hpp"
@@ -15,34 +16,41 @@ namespace redlock::detail {
 // What an extend or a release needs to report its lock lost (with an observer only): the
 // lock's token and validity, and its lease when it is a held lock.
 struct Coordinator::LockNote {
-  LockNote(const Config& config, const Lock& lock, std::shared_ptr<Lease> held)
+  LockNote(const Config& config, const Lock& lock, std::shared_ptr<Lease> held,
+           Clock::time_point call_left)
       : resources(config.observer ? lock.resources : std::vector<std::string>{}),
         token(config.observer ? lock.token : std::string()),
         valid_until(lock.valid_until),
         permit(lock.permit),
-        lease(std::move(held)) {}
+        lease(std::move(held)),
+        started(call_left) {}
   std::vector<std::string> resources;
   std::string token;
   Clock::time_point valid_until;
   int permit = -1;
   std::shared_ptr<Lease> lease;  // null for a Lock of acquire()
-  Clock::time_point started = Clock::now();
+  // When its call left: an extend's validity counts from it; a release's is read by the observer
+  // alone (a release decides nothing by the clock).
+  Clock::time_point started;
 };
 
 struct Coordinator::ExtendOp : LockNote {
   ExtendOp(proto::Context& context, std::uint64_t id, Lock lock, Milliseconds ttl,
            Client::ExtendCallback callback)
-      : LockNote(context.config(), lock, nullptr),
+      : LockNote(context.config(), lock, nullptr, Clock::now()),
         machine(context, id, std::move(lock), ttl),
         done(std::move(callback)) {}
   proto::ExtendMachine machine;
   Client::ExtendCallback done;
 };
 
-struct Coordinator::ReleaseOp : LockNote {
+// Made and freed once per release (its block recycled: Recycled).
+struct Coordinator::ReleaseOp : LockNote, Recycled<ReleaseOp> {
   ReleaseOp(proto::Context& context, std::uint64_t id, Lock lock, Client::ReleaseCallback callback,
             std::shared_ptr<Lease> lease)
-      : LockNote(context.config(), lock, std::move(lease)),
+      // Without an observer nobody reads when a release began: no clock reading.
+      : LockNote(context.config(), lock, std::move(lease),
+                 context.config().observer ? Clock::now() : Clock::time_point{}),
         machine(context, id, std::move(lock)),
         done(std::move(callback)) {}
   proto::ReleaseMachine machine;
@@ -71,6 +79,8 @@ Coordinator::Coordinator(uv_loop_t* loop, const Config& config)
   proto_ = std::make_unique<proto::Context>(
       config_, nodes_.size(), std::move(channel), [](std::string& out) { return new_token(out); },
       [this] { return rng_(); }, addresses_);
+  // Every request of this context is sent and dropped on the loop thread: it may reuse them.
+  proto_->reuse_requests();
   watchdog_ = std::make_unique<Watchdog>(*proto_, config_, lost_tokens_);
   uv_timer_init(loop_, &drain_timer_);
   drain_timer_.data = this;
@@ -175,7 +185,9 @@ void Coordinator::on_votes(Route route, proto::RequestId id, std::size_t node,
                            std::vector<NodeVote> votes) {
   Scratch scratch(*this);
   auto& out = scratch.out;
-  auto now = Clock::now();
+  // A release decides nothing by the clock (ReleaseMachine::on_reply reads no time): its replies
+  // cost no reading. Every other machine gets one taken now, after the reply came.
+  auto now = route.to == Route::To::release ? Clock::time_point{} : Clock::now();
   switch (route.to) {
     case Route::To::acquire: {
       auto it = jobs_.find(route.id);

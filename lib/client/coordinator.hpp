@@ -17,6 +17,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "../core/recycled.hpp"
 #include "../core/safeguards.hpp"
 #include "../net/node.hpp"
 #include "../proto/single.hpp"
@@ -156,9 +157,9 @@ class Coordinator final : JobHost, VoteSink, MessageSink {
   uv_timer_t watchdog_timer_{};
   proto::TimerId watchdog_timer_id_ = 0;
   bool watchdog_timer_closed_ = false;
-  std::unordered_map<std::uint64_t, AcquireJob*> jobs_;
-  std::unordered_map<std::uint64_t, std::unique_ptr<ExtendOp>> extends_;
-  std::unordered_map<std::uint64_t, std::unique_ptr<ReleaseOp>> releases_;
+  RecyclingIdMap<AcquireJob*> jobs_;
+  RecyclingIdMap<std::unique_ptr<ExtendOp>> extends_;
+  RecyclingIdMap<std::unique_ptr<ReleaseOp>> releases_;
   // Tokens whose loss was reported (found_lost, the watchdog, the lane): one report per lock.
   LostTokens lost_tokens_;
   struct Broadcast {

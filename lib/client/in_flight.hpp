@@ -10,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "../core/recycled.hpp"
 #include "../net/node.hpp"
 #include "../proto/actions.hpp"
 
@@ -39,7 +40,8 @@ class VoteSink {
   ~VoteSink() = default;
 };
 
-class InFlight final : public ReplySink {
+// Made and freed once per request (its block recycled: Recycled).
+class InFlight final : public ReplySink, public Recycled<InFlight> {
  public:
   // Sends to every node of `send` (all of them before reporting any failure: one request's nodes
   // leave together), then reports the nodes that refused to send. The sink hears

@@ -30,8 +30,10 @@ class Argv {
 
  private:
   static constexpr std::size_t kInline = 16;
-  std::array<const char*, kInline> ptrs_{};
-  std::array<std::size_t, kInline> lens_{};
+  // Only the first size_ entries are ever read: left uninitialised (no 256 bytes to clear for
+  // every command sent).
+  std::array<const char*, kInline> ptrs_;
+  std::array<std::size_t, kInline> lens_;
   std::vector<const char*> more_ptrs_;
   std::vector<std::size_t> more_lens_;
   std::size_t size_ = 0;

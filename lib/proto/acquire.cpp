@@ -186,7 +186,9 @@ void AcquireMachine::send_acquire(const std::vector<NodeVote>* known, Clock::tim
   if (quick_) {
     live.quick = true;
     live.sent = now;
-    send.request = std::make_shared<const Request>(quick_acquire_request(keys_[0], token_, ttl_));
+    auto request = ctx_.request(Context::Reused::quick_acquire);  // filled in whole
+    fill_quick_acquire(*request, keys_[0], token_, ttl_);
+    send.request = std::move(request);
   } else if (shared_) {
     send.request = std::make_shared<const Request>(reader_request(
         keys_[0], token_, ttl_, fencing_, ticket_, place_, line_kept(now), ctx_.turn_length()));
@@ -311,16 +313,25 @@ void AcquireMachine::on_attempt(RequestId id, Clock::time_point now, Actions& ou
     auto valid_until =
         granted_deadline(round_start_, now, ttl_, ctx_.config().drift_factor, least_validity());
     if (valid_until && !ctx_.shutting_down() && !stop_reason_) {
-      r.lock.resources = resources_;
-      r.lock.token = token_;
       r.lock.valid_until = *valid_until;
       r.lock.ttl = ttl_;
       if (permits_ > 0) r.lock.permit = static_cast<int>(slot_);
       r.lock.shared = shared_;
       if (fencing_) {
+        r.lock.resources = resources_;
+        r.lock.token = token_;
         write_back(std::move(r), now, out);
         return;
       }
+      // The job ends here, and what may still come (a late vote, leaving the line) uses its keys
+      // and ticket: the grant takes the token and the resources rather than copies of them. An
+      // observer reads the resources when the result is delivered (AcquireJob::deliver): they
+      // are copied for it.
+      r.lock.token = std::move(token_);
+      if (ctx_.config().observer)
+        r.lock.resources = resources_;
+      else
+        r.lock.resources = std::move(resources_);
       in_attempt_ = false;
       finish(std::move(r), now, out);
       return;

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "../core/recycled.hpp"
 #include "context.hpp"
 #include "fanout.hpp"
 #include "redlock/client.hpp"
@@ -162,8 +163,11 @@ class AcquireMachine final : public Waiter {
   Votes last_votes_;
   TimerId timer_;
   enum class Timed { none, attempt, fill_in } timed_ = Timed::none;
-  RequestId current_ = 0;               // the acquire or fence round in flight
-  std::map<RequestId, Live> live_;      // fan-outs whose replies still matter
+  RequestId current_ = 0;  // the acquire or fence round in flight
+  // Fan-outs whose replies still matter (one entry per acquire: its node is recycled).
+  std::map<RequestId, Live, std::less<RequestId>,
+           RecyclingAllocator<std::pair<const RequestId, Live>>>
+      live_;
   std::map<RequestId, RequestId> via_;  // a fallback request's id -> its fan-out's id
   // A permit of a semaphore (AcquireRequest::permits): k, the slot keys, the semaphore's lock key
   // (as a list of one, waits_on), the slot the attempt asks for (keys_ is its key) and how many

@@ -32,15 +32,45 @@ std::string Context::new_ticket(std::uint64_t job, bool reader) const {
 
 std::vector<std::string> Context::keys_of(const std::vector<std::string>& resources) const {
   std::vector<std::string> keys;
-  keys.reserve(resources.size());
-  for (const auto& r : resources) keys.push_back(lock_key(config_.key_prefix, r));
+  keys_into(resources, keys);
   return keys;
+}
+
+void Context::keys_into(const std::vector<std::string>& resources,
+                        std::vector<std::string>& keys) const {
+  keys.resize(resources.size());
+  for (std::size_t i = 0; i < resources.size(); ++i) {
+    // lock_key, in place.
+    keys[i].assign(config_.key_prefix);
+    keys[i].append(resources[i]);
+  }
 }
 
 std::vector<std::string> Context::held_keys(const Lock& lock) const {
   if (lock.permit < 0 || lock.resources.size() != 1) return keys_of(lock.resources);
   return {slot_key(lock_key(config_.key_prefix, lock.resources[0]),
                    static_cast<unsigned>(lock.permit))};
+}
+
+std::shared_ptr<Request> Context::request(Reused kind) {
+  if (!reuse_requests_) return std::make_shared<Request>();
+  // A kept request is free once the list holds its only reference (every node answered, the
+  // Send is gone). A few looks at most: requests come back in about the order they went out.
+  constexpr std::size_t kLooks = 4, kMostKept = 256;
+  auto& [kept, next] = kept_[static_cast<std::size_t>(kind)];
+  const std::size_t oldest = next;
+  for (std::size_t i = 0; i < kLooks && i < kept.size(); ++i) {
+    const auto& r = kept[next];
+    next = (next + 1) % kept.size();
+    if (r.use_count() == 1) return r;
+  }
+  auto fresh = std::make_shared<Request>();
+  if (kept.size() < kMostKept) {
+    // After the newest, before the oldest (still out), which the next look begins with.
+    kept.insert(kept.begin() + static_cast<std::ptrdiff_t>(oldest), fresh);
+    next = (oldest + 1) % kept.size();
+  }
+  return fresh;
 }
 
 Waiter* Context::job(std::uint64_t id) const {

@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "../core/recycled.hpp"
 #include "actions.hpp"
 #include "redlock/config.hpp"
 
@@ -81,6 +82,8 @@ class Context {
   std::string new_ticket(std::uint64_t job, bool reader = false) const;
   // Keys of resources: the key prefix and the resource (lib/core/keys.hpp: lock_key).
   std::vector<std::string> keys_of(const std::vector<std::string>& resources) const;
+  // The same, written into `keys`, whose strings keep their memory (a reused request's).
+  void keys_into(const std::vector<std::string>& resources, std::vector<std::string>& keys) const;
   // The keys a held lock holds its token at: its resources' keys, or a permit's slot key.
   std::vector<std::string> held_keys(const Lock& lock) const;
 
@@ -90,6 +93,18 @@ class Context {
   Waiter* job(std::uint64_t id) const;
 
   Notices& notices() noexcept { return *notices_; }
+
+  // The requests request() reuses, each kind kept apart: one refilled with the same shape finds
+  // its strings and lists as large as it needs them.
+  enum class Reused : std::uint8_t { quick_acquire, release, kinds };
+  // A request for a Send, to be filled in whole (every field: scripts.hpp's fill_* functions).
+  // With reuse on, it may be one of `kind` sent before that nobody holds any more: its strings
+  // and lists keep their memory, and the common requests (the quick acquire, a release) allocate
+  // nothing.
+  std::shared_ptr<Request> request(Reused kind);
+  // Turns that reuse on. Only for a driver that drops every request on the thread that uses this
+  // context (the loop's; not a lane's, which hands releases over to the loop).
+  void reuse_requests() noexcept { reuse_requests_ = true; }
 
  private:
   const Config& config_;
@@ -103,8 +118,16 @@ class Context {
   std::uint64_t last_job_ = 0;
   bool quick_acquire_ = true;
   bool shutting_down_ = false;
-  std::unordered_map<std::uint64_t, Waiter*> jobs_;
+  RecyclingIdMap<Waiter*> jobs_;
   std::unique_ptr<Notices> notices_;
+  // request(): per kind, the requests kept for reuse, in the order they went out (`next` is the
+  // one that went out longest ago, the likeliest to be free again).
+  struct Kept {
+    std::vector<std::shared_ptr<Request>> requests;
+    std::size_t next = 0;
+  };
+  bool reuse_requests_ = false;
+  Kept kept_[static_cast<std::size_t>(Reused::kinds)];
 };
 
 // "<prefix>turn:<16 hex digits of random>": a client's turn channel, told apart from others'.

@@ -1,7 +1,5 @@
 #include "scripts.hpp"
 
-#include <initializer_list>
-
 #include "../core/replies.hpp"
 #include "redlock_scripts.hpp"  // generated (cmake/EmbedScripts.cmake)
 
@@ -70,19 +68,6 @@ bool script_order_free(ScriptId script) noexcept {
 
 std::string ms_arg(Milliseconds d) { return std::to_string(d.count()); }
 
-namespace {
-
-// An argv whose strings are each copied once (a braced list of std::string copies each twice:
-// into the list, then out of it).
-std::vector<std::string> strings(std::initializer_list<std::string_view> parts) {
-  std::vector<std::string> v;
-  v.reserve(parts.size());
-  for (auto p : parts) v.emplace_back(p);
-  return v;
-}
-
-}  // namespace
-
 Request acquire_request(const std::vector<std::string>& keys, const std::string& token,
                         Milliseconds ttl, bool fencing, const std::string& ticket,
                         const std::string& place, Milliseconds keep, Milliseconds turn_length) {
@@ -149,9 +134,25 @@ Request leave_reader_request(const std::string& key, const std::string& ticket) 
 
 Request quick_acquire_request(const std::string& key, const std::string& token, Milliseconds ttl) {
   Request r;
-  r.decoder = Decoder::quick_acquire;
-  r.args = strings({"SET", key, token, "NX", "PX", ms_arg(ttl), "GET"});
+  fill_quick_acquire(r, key, token, ttl);
   return r;
+}
+
+void fill_quick_acquire(Request& r, const std::string& key, const std::string& token,
+                        Milliseconds ttl) {
+  r.script = ScriptId::none;
+  r.decoder = Decoder::quick_acquire;
+  r.items = 1;
+  r.keys.clear();
+  // Assigned one by one: a string that held as much before takes it without allocating.
+  r.args.resize(7);
+  r.args[0] = "SET";
+  r.args[1] = key;
+  r.args[2] = token;
+  r.args[3] = "NX";
+  r.args[4] = "PX";
+  r.args[5] = ms_arg(ttl);
+  r.args[6] = "GET";
 }
 
 bool is_syntax_error(const NodeVote& vote) {
@@ -174,6 +175,15 @@ Request release_request(std::vector<std::string> keys, const std::string& token,
     r.args.push_back(ms_arg(line->keep));
   }
   return r;
+}
+
+void fill_release(Request& r, const std::string& token) {
+  r.script = ScriptId::release;
+  r.decoder = Decoder::release;
+  r.items = 1;
+  // A real release of no line is the token alone (scripts/release.lua), as in release_request.
+  r.args.resize(1);
+  r.args[0] = token;
 }
 
 Request leave_line_request(const std::string& key, const std::string& ticket) {

@@ -85,6 +85,10 @@ Request leave_reader_request(const std::string& key, const std::string& ticket);
 // The quick acquire, one plain command: SET key token NX PX ttl GET (Redis 7.0 or newer).
 // Decoder::quick_acquire. A server too old for it answers "ERR syntax error" (is_syntax_error).
 Request quick_acquire_request(const std::string& key, const std::string& token, Milliseconds ttl);
+// The same, written into `r` (every field of it): the strings and lists of a reused request
+// (Context::request) keep their memory.
+void fill_quick_acquire(Request& r, const std::string& key, const std::string& token,
+                        Milliseconds ttl);
 // True when a failed vote is the refusal of a command's form (the quick acquire on Redis < 7).
 bool is_syntax_error(const NodeVote& vote);
 
@@ -94,6 +98,9 @@ bool is_syntax_error(const NodeVote& vote);
 // Decoder::release. `keys` by value: a caller's fresh list moves in.
 Request release_request(std::vector<std::string> keys, const std::string& token,
                         bool announce = true, const Line* line = nullptr);
+// A real release of no line (release_request(r.keys, token)) written into `r`, whose keys the
+// caller has set; every other field is written here (see fill_quick_acquire).
+void fill_release(Request& r, const std::string& token);
 // A waiter that is gone leaves `key`'s line: the token "-" is no token, nothing is deleted.
 Request leave_line_request(const std::string& key, const std::string& ticket);
 // A waiter for several keys that is gone takes its sign-ups (each key's `others`) out: the same

@@ -44,10 +44,10 @@ ReleaseResult release_result(FanOutTally&& f) {
 
 namespace {
 
-Send send_to_all(Request request, const FanOutTally& tally, RequestId id) {
+Send send_to_all(std::shared_ptr<const Request> request, const FanOutTally& tally, RequestId id) {
   Send s;
   s.id = id;
-  s.request = std::make_shared<const Request>(std::move(request));
+  s.request = std::move(request);
   s.nodes = tally.asked();
   return s;
 }
@@ -62,9 +62,9 @@ void ExtendMachine::start(Clock::time_point now, Actions& out) {
   auto keys = ctx_.held_keys(lock_);
   tally_.emplace(ctx_.nodes(), 1, now);
   id_ = ctx_.next_request();
-  out.push_back(send_to_all(
-      renew_request({Renewal{&keys, &lock_.token, ttl_, lock_.permit >= 0, lock_.shared}}), *tally_,
-      id_));
+  out.push_back(send_to_all(std::make_shared<const Request>(renew_request({Renewal{
+                                &keys, &lock_.token, ttl_, lock_.permit >= 0, lock_.shared}})),
+                            *tally_, id_));
 }
 
 void ExtendMachine::on_reply(RequestId request, std::size_t node, std::vector<NodeVote> votes,
@@ -84,10 +84,21 @@ void ReleaseMachine::start(Clock::time_point now, Actions& out) {
   if (tally_) return;
   tally_.emplace(ctx_.nodes(), 1, now);
   id_ = ctx_.next_request();
-  Request request = lock_.shared ? reader_release_request(ctx_.held_keys(lock_)[0], lock_.token)
-                    : lock_.permit >= 0
-                        ? permit_release_request(ctx_.held_keys(lock_)[0], lock_.token)
-                        : release_request(ctx_.held_keys(lock_), lock_.token);
+  std::shared_ptr<const Request> request;
+  if (lock_.shared) {
+    request = std::make_shared<const Request>(
+        reader_release_request(ctx_.held_keys(lock_)[0], lock_.token));
+  } else if (lock_.permit >= 0) {
+    request = std::make_shared<const Request>(
+        permit_release_request(ctx_.held_keys(lock_)[0], lock_.token));
+  } else {
+    // A mutex's, the common release: release_request(held_keys, token), in a request that may be
+    // reused (Context::request), its keys written in place.
+    auto fill = ctx_.request(Context::Reused::release);
+    ctx_.keys_into(lock_.resources, fill->keys);
+    fill_release(*fill, lock_.token);
+    request = std::move(fill);
+  }
   out.push_back(send_to_all(std::move(request), *tally_, id_));
 }
 

@@ -41,7 +41,8 @@ class ExtendMachine {
   bool finished_ = false;
 };
 
-// Client::release(): release.lua with the token alone (a real, announced release).
+// Client::release(): release.lua with the token alone (a real, announced release). It decides
+// nothing by the clock: its events' times are never read (a driver may pass any).
 class ReleaseMachine {
  public:
   ReleaseMachine(Context& context, std::uint64_t op, Lock lock);

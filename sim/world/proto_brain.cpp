@@ -30,7 +30,10 @@ class ProtoBrain final : public Brain {
               return std::error_code();
             },
             std::move(random)),
-        watchdog_(ctx_) {}
+        watchdog_(ctx_) {
+    // As the library's loop does (one thread here too): the simulation covers the reuse.
+    ctx_.reuse_requests();
+  }
 
   std::uint64_t acquire(const AcquireSpec& spec, Clock::time_point now, std::int64_t place,
                         Actions& out) override {

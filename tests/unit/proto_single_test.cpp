@@ -197,6 +197,41 @@ TEST(ProtoRelease, ReleasedAtTheQuorumWithTheTokenAlone) {
   EXPECT_TRUE(out.empty()) << "delivered once";
 }
 
+// With reuse on (the loop's context), a request nobody holds any more is filled in again, whole:
+// nothing of its earlier form is left; one still held is never touched.
+TEST(ProtoRelease, AReusedRequestIsFilledInWholeAndOnlyOnceFree) {
+  Harness h(3);
+  h.context().reuse_requests();
+  auto quick = h.context().request(Context::Reused::quick_acquire);
+  fill_quick_acquire(*quick, "redlock:a-rather-long-resource-name", token(1), 500ms);
+  EXPECT_EQ(quick->args,
+            quick_acquire_request("redlock:a-rather-long-resource-name", token(1), 500ms).args);
+  Request held_copy = *quick;
+  EXPECT_NE(h.context().request(Context::Reused::quick_acquire), quick) << "still held";
+  EXPECT_EQ(quick->args, held_copy.args);
+  const Request* first = quick.get();
+  quick.reset();  // every node answered: only the context holds it
+  auto again = h.context().request(Context::Reused::quick_acquire);
+  EXPECT_EQ(again.get(), first) << "reused";
+  fill_quick_acquire(*again, "redlock:b", token(2), 700ms);
+  EXPECT_EQ(again->args, quick_acquire_request("redlock:b", token(2), 700ms).args);
+  EXPECT_TRUE(again->keys.empty());
+
+  // A release machine's request, reused: the same as release_request's.
+  for (int i = 0; i < 2; ++i) {
+    ReleaseMachine m(h.context(), 4, held(at(0ms)));
+    Actions out;
+    m.start(at(0ms), out);
+    auto send = only<Send>(out);
+    auto expected = release_request(h.context().keys_of({"res"}), token(1));
+    EXPECT_EQ(send.request->script, expected.script);
+    EXPECT_EQ(send.request->decoder, expected.decoder);
+    EXPECT_EQ(send.request->items, expected.items);
+    EXPECT_EQ(send.request->keys, expected.keys);
+    EXPECT_EQ(send.request->args, expected.args);
+  }
+}
+
 TEST(ProtoRelease, NotHeldWithoutAQuorum) {
   Harness h(3);
   ReleaseMachine m(h.context(), 4, held(at(0ms)));
