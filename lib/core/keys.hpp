@@ -36,10 +36,16 @@ inline constexpr std::string_view kReaders = "readers";
 // bytes "readers" NUL (no token holds a NUL), with a ttl that covers every reader.
 inline constexpr std::string_view kReadersMarker{"readers\0", 8};
 
+// A resource's lock key: the key prefix, then the resource, as node-redlock and redsync name it.
+// Written over `key`, whose memory is kept (a reused request's).
+inline void assign_lock_key(std::string& key, std::string_view prefix, std::string_view resource) {
+  key.assign(prefix).append(resource);
+}
+
 inline std::string lock_key(std::string_view prefix, std::string_view resource) {
   std::string key;
   key.reserve(prefix.size() + resource.size());
-  key.append(prefix).append(resource);
+  assign_lock_key(key, prefix, resource);
   return key;
 }
 

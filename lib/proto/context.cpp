@@ -39,11 +39,8 @@ std::vector<std::string> Context::keys_of(const std::vector<std::string>& resour
 void Context::keys_into(const std::vector<std::string>& resources,
                         std::vector<std::string>& keys) const {
   keys.resize(resources.size());
-  for (std::size_t i = 0; i < resources.size(); ++i) {
-    // lock_key, in place.
-    keys[i].assign(config_.key_prefix);
-    keys[i].append(resources[i]);
-  }
+  for (std::size_t i = 0; i < resources.size(); ++i)
+    assign_lock_key(keys[i], config_.key_prefix, resources[i]);
 }
 
 std::vector<std::string> Context::held_keys(const Lock& lock) const {
