@@ -54,8 +54,8 @@ struct AcquireRequest {
   /// A permit of a counting semaphore instead of a mutex (docs/guide-semaphore.md): at most this
   /// many holders of the one resource at once, each with a permit (Lock::permit). 0: a mutex.
   /// At most #max_permits; one resource only. Every client of one semaphore gives the same
-  /// number: an acquire with another number while a permit of the first is held ends with
-  /// Errc::permits_mismatch.
+  /// number: an acquire with another number while a permit of the first is held or waited for
+  /// ends with Errc::permits_mismatch.
   unsigned permits = 0;
   /// The largest #permits.
   static constexpr unsigned max_permits = 1024;

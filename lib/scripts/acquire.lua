@@ -395,7 +395,8 @@ end
 -- above, and adds a hint for the client's next attempt (-1: none): the slot that holds this
 -- waiter's turn here, else a slot this node saw free.
 -- k is kept in aux(L, 'permits') at least as long as any permit granted or renewed here
--- (renew.lua): an acquire with another k is refused with {-2, the k kept here}, never granted.
+-- (renew.lua), and as the line while a waiter of it stands there: an acquire with another k is
+-- refused with {-2, the k kept here}, never granted.
 -- Waiters (a ticket in ARGV[4], ARGV[7] given) stand in one line for all k slots, the
 -- semaphore's (aux(L, 'queue') by place, aux(L, 'turns')), and mark the holder of every slot.
 -- A freed slot is the turn of the first waiter in line that has no turn yet (release.lua), held
@@ -440,6 +441,11 @@ if ARGV[8] ~= nil then
     -- Asking again shows it is alive: a turn of its that passed is over, the next one is new.
     if not turn_left(ticket) then try('HDEL', turns, ticket) end
     keep(q, ARGV[6])
+    -- k is kept as long as a waiter of it stands in line: an acquire with another k is refused
+    -- meanwhile (above). Otherwise it could give this waiter a turn on a slot beyond its k,
+    -- which this waiter never asks for nor clears, and which would refuse everyone to its end.
+    local left = try('PTTL', permits)
+    if left and left < tonumber(ARGV[6]) then try('SET', permits, ARGV[8], 'PX', ARGV[6]) end
     for _, slot in ipairs(KEYS) do
       local value = try('GET', slot)
       if value then mark(slot, value) end

@@ -225,6 +225,18 @@ local function mark(key, value)
   end
 end
 
+-- A semaphore's number of permits k (acquire.lua, permits) is kept while a slot of it is held
+-- here or a waiter of it stands in its line, and no longer: with neither, it is let go, so that
+-- the next acquire may keep another k (guide-semaphore.md).
+local function forget_k(line)
+  local permits = aux(line, 'permits')
+  local k = tonumber(try('GET', permits))
+  if not (k and k >= 1 and k <= 1024 and k == math.floor(k)) then return end
+  local keys = {line, aux(line, 'queue')}
+  for i = 1, k - 1 do keys[#keys + 1] = aux(line, 'slot' .. i) end
+  if try('EXISTS', unpack(keys)) == 0 then try('DEL', permits) end
+end
+
 local ticket = ARGV[3] or ''
 if ticket ~= '' and ARGV[6] == 'line' then
   -- A waiter for a permit leaves its semaphore's line (KEYS: the k slot keys, acquire.lua): its
@@ -242,6 +254,7 @@ if ticket ~= '' and ARGV[6] == 'line' then
       end
     end
   end
+  forget_k(line)
 elseif ticket ~= '' and (#KEYS > 1 or ARGV[6] == 'signups') and ARGV[4] == '' then
   -- The sign-ups left then last as long as the latest of them, not SIGN_UP past this waiter's:
   -- acquire.lua's sign_off, the same steps (each script is loaded on its own), says why.
@@ -311,16 +324,6 @@ elseif ticket ~= '' and #KEYS == 1 then
   end
 end
 -- The release of a permit of a semaphore (ARGV[6] 'permit', acquire.lua) that leaves no slot of
--- the semaphore held here lets its number of permits go, so that the next acquire may keep
--- another: k is kept while a permit of it may be valid, and no longer (guide-semaphore.md).
-if ARGV[6] == 'permit' and #freed > 0 then
-  local line = base(KEYS[1])
-  local permits = aux(line, 'permits')
-  local k = tonumber(try('GET', permits))
-  if k and k >= 1 and k <= 1024 and k == math.floor(k) then
-    local slots = {line}
-    for i = 1, k - 1 do slots[#slots + 1] = aux(line, 'slot' .. i) end
-    if try('EXISTS', unpack(slots)) == 0 then try('DEL', permits) end
-  end
-end
+-- the semaphore held here, and nobody in its line, lets its number of permits go (forget_k).
+if ARGV[6] == 'permit' and #freed > 0 then forget_k(base(KEYS[1])) end
 return reader_released or #freed

@@ -2,6 +2,7 @@
 // mutex; never more than k holders with validity left, whatever order each node sees the
 // acquirers in.
 #include <gtest/gtest.h>
+#include <hiredis/hiredis.h>
 
 #include <algorithm>
 #include <atomic>
@@ -16,6 +17,7 @@
 #include "core/keys.hpp"
 #include "redis_server.hpp"
 #include "redlock/redlock.hpp"
+#include "redlock_scripts.hpp"
 #include "test_config.hpp"
 
 namespace redlock {
@@ -262,6 +264,59 @@ TEST(Semaphore, ChangingKIsRefusedWhileAPermitOfTheOldKIsHeld) {
   ASSERT_TRUE(a.release(held.lock));
   auto changed = a.acquire(permit(3));
   EXPECT_TRUE(changed) << changed.message();
+}
+
+// The simulator's F4 (docs/simulation.md), script by script on one real server: a waiter of k = 2
+// stands in line on a node where no permit is held (its holders' keys there ran out). An acquire
+// with k = 3 asking for slot 2 used to find nothing that kept k, and began the waiter's turn on
+// slot 2, a slot beyond the waiter's k: the waiter never asks for it nor clears it when it
+// leaves, so it refused everyone until the turn ran out. k is now kept as long as a waiter of it
+// stands in line: the new k is refused, and taken once the waiter has left.
+TEST(Semaphore, AWaiterInLineKeepsKSoNoTurnIsGivenOnASlotBeyondIt) {
+  RedisCluster cluster(1);
+  const auto& node = cluster[0];
+  const std::string channel = "redlock:turn:w", ticket = channel + "#1@200";
+  // The waiter's client listens on its channel: the waiter is alive.
+  redisContext* listener = redisConnect("127.0.0.1", node.port());
+  ASSERT_TRUE(listener != nullptr && listener->err == 0);
+  auto* sub = static_cast<redisReply*>(redisCommand(listener, "SUBSCRIBE %s", channel.c_str()));
+  if (sub) freeReplyObject(sub);
+  auto permits_key = detail::aux_key("redlock:pool", detail::kPermits);
+  // Both slots of k = 2 held, for 300 ms.
+  node.command({"SET", permits_key, "2", "PX", "300"});
+  node.command({"SET", slot(0), "aaaa.", "PX", "300"});
+  node.command({"SET", slot(1), "bbbb.", "PX", "300"});
+  // acquire.lua as a client sends it: the slot keys, token, ttl 5 s, no fencing, the ticket and
+  // place (or none), the line kept 10 s, turns of 200 ms, k and the slot asked for.
+  auto ask = [&](unsigned k, unsigned asked, const std::string& who, const std::string& token) {
+    std::vector<std::string> argv{"EVAL", detail::lua::acquire_body, std::to_string(k)};
+    for (unsigned i = 0; i < k; ++i) argv.push_back(slot(i));
+    for (const std::string& a :
+         {token, std::string("5000"), std::string("0"), who, std::string(who.empty() ? "0" : "100"),
+          std::string("10000"), std::string("200"), std::to_string(k), std::to_string(asked)})
+      argv.push_back(a);
+    return node.command(argv);
+  };
+  auto waited = ask(2, 0, ticket, "cccccccccccccccccccccccccccccccc!");
+  ASSERT_EQ(waited.substr(0, 1), "0") << "both slots are held: " << waited;
+  ASSERT_EQ(node.command({"ZSCORE", detail::aux_key("redlock:pool", detail::kQueue), ticket}),
+            "100")
+      << "the waiter stands in line";
+  std::this_thread::sleep_for(400ms);  // the holders' keys run out: no permit is held here
+  ASSERT_EQ(node.command({"EXISTS", slot(0), slot(1)}), "0");
+
+  auto other = ask(3, 2, "", "dddddddddddddddddddddddddddddddd.");
+  EXPECT_EQ(other, "-2\n2") << "another k while a waiter of k = 2 stands in line";
+  EXPECT_EQ(node.command({"EXISTS", detail::slot_key("redlock:pool", 2)}), "0")
+      << "a turn was begun on a slot beyond the waiter's k";
+
+  // The waiter leaves (release.lua, as AcquireMachine::leave_waiting sends it): k goes with it.
+  node.command({"EVAL", detail::lua::release_body, "2", slot(0), slot(1), "-", "0", ticket, "", "0",
+                "line"});
+  EXPECT_EQ(node.command({"EXISTS", permits_key}), "0") << "k kept with nobody holding or waiting";
+  auto changed = ask(3, 2, "", "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee.");
+  EXPECT_EQ(changed.substr(0, 1), "1") << changed;
+  redisFree(listener);
 }
 
 // k is kept while a permit of it may be valid, and no longer (docs/guide-semaphore.md, "Changing
