@@ -125,16 +125,9 @@ void World::op_granted(int c, const AcquireResult& r) {
   auto step = op.step;
   Us ttl = cl.config.ttl.count() * kMs;
   if (op.kind == OpKind::hold || op.kind == OpKind::late_hold) {
-    Actions out;
-    op.lease = cl.brain->watch(op.lock, cnow(cl), out);
-    watched(c, op.lease);
-    apply(c, out);
-    expect_lost(c, op.lease);
     // A late hold came after a stall of up to 0.9 leases: it holds for less, so that it ends
     // within the three leases the quiet end waits for.
-    Us most = op.kind == OpKind::hold ? 3 * ttl : 2 * ttl;
-    user_step(
-        c, step, [this, c] { op_end(c, true); }, rng_.range(ttl, most));
+    watch_then_end(c, step, rng_, op.kind == OpKind::hold ? 3 * ttl : 2 * ttl);
     return;
   }
   if (op.kind == OpKind::fenced) {
@@ -146,17 +139,35 @@ void World::op_granted(int c, const AcquireResult& r) {
         c, step, [this, c] { op_end(c, true); }, ttl * 8 / 10 + 1);
     return;
   }
-  if (rng_.chance(0.3)) {
+  extend_or_end(c, step, rng_);
+}
+
+void World::watch_then_end(int c, std::uint64_t step, Rng& rng, Us most) {
+  auto& cl = clients_[c];
+  auto& op = cl.op;
+  Actions out;
+  op.lease = cl.brain->watch(op.lock, cnow(cl), out);
+  watched(c, op.lease);
+  apply(c, out);
+  expect_lost(c, op.lease);
+  Us ttl = cl.config.ttl.count() * kMs;
+  user_step(
+      c, step, [this, c] { op_end(c, true); }, rng.range(ttl, most));
+}
+
+void World::extend_or_end(int c, std::uint64_t step, Rng& rng) {
+  Us ttl = clients_[c].config.ttl.count() * kMs;
+  if (rng.chance(0.3)) {
     // An extend, to the lease's ttl or to a shorter or a longer one: the nodes must never shorten
     // a key (the holder keeps the later of its two deadlines), and the holder then holds on to
     // the end of what it believes (schedule_release), so a key shorter than the belief, or a
     // belief no quorum confirmed, meets the next holder (checker 1).
-    Us ext = ttl * rng_.pick(kExtendPercents) / 100;
-    extend_then_end(c, step, ext, rng_.range(0, ttl / 2), ttl);
+    Us ext = ttl * rng.pick(kExtendPercents) / 100;
+    extend_then_end(c, step, ext, rng.range(0, ttl / 2), ttl);
     return;
   }
   user_step(
-      c, step, [this, c] { op_end(c, true); }, rng_.range(0, ttl));
+      c, step, [this, c] { op_end(c, true); }, rng.range(0, ttl));
 }
 
 void World::hold_granted_kind(int c, Rng& rng, const char* crash) {
@@ -171,24 +182,10 @@ void World::hold_granted_kind(int c, Rng& rng, const char* crash) {
         c, step, [this, c, crash] { kill(c, crash); }, rng.range(0, ttl / 2));
   }
   if (op.holds) {
-    Actions out;
-    op.lease = cl.brain->watch(op.lock, cnow(cl), out);
-    watched(c, op.lease);
-    apply(c, out);
-    expect_lost(c, op.lease);
-    user_step(
-        c, step, [this, c] { op_end(c, true); }, rng.range(ttl, 2 * ttl));
+    watch_then_end(c, step, rng, 2 * ttl);
     return;
   }
-  if (rng.chance(0.3)) {
-    // An extend (renew.lua in the kind's form), to a shorter, the same or a longer ttl; the
-    // holder then holds to the end of what it believes.
-    Us ext = ttl * rng.pick(kExtendPercents) / 100;
-    extend_then_end(c, step, ext, rng.range(0, ttl / 2), ttl);
-    return;
-  }
-  user_step(
-      c, step, [this, c] { op_end(c, true); }, rng.range(0, ttl));
+  extend_or_end(c, step, rng);
 }
 
 void World::extend_then_end(int c, std::uint64_t step, Us ext, Us at, Us ttl) {

@@ -424,6 +424,12 @@ class World {
   // is watched and holds one to two leases; three in ten of the others extend; the rest release
   // within a lease.
   void hold_granted_kind(int c, Rng& rng, const char* crash);
+  // A granted holder's lease watched by its watchdog (and judged by the lost-lock checker), its op
+  // ending between one lease and `most` later.
+  void watch_then_end(int c, std::uint64_t step, Rng& rng, Us most);
+  // A granted holder that does not hold: three in ten extend (extend_then_end), the rest end
+  // within a lease.
+  void extend_or_end(int c, std::uint64_t step, Rng& rng);
   // A grant of the client's op: the op holds the lock, and its claim (what checker 1 and the
   // others judge) begins now, to the deadline the client believes.
   Claim grant_claim(int c, const AcquireResult& r);
