@@ -95,8 +95,12 @@ MUTANTS = [
      "    if false then mark(key, ARGV[1]) end",
      "a waiter granted ahead of others leaves its key unmarked: its release wakes nobody"),
     ("quick_set_without_nx", "lib/proto/scripts.cpp",
-     '  r.args[3] = "NX";\n  r.args[4] = "PX";\n  r.args[5] = ms_arg(ttl);\n  r.args[6] = "GET";\n',
-     '  r.args.resize(6);\n  r.args[3] = "PX";\n  r.args[4] = ms_arg(ttl);\n  r.args[5] = "GET";\n',
+     '    r.args.resize(7);\n    r.args[0] = "SET";\n    r.args[3] = "NX";\n    r.args[4] = "PX";\n'
+     '    r.args[6] = "GET";\n  }\n  r.args[1] = key;\n  r.args[2] = token;\n'
+     '  ms_arg_into(r.args[5], ttl);\n',
+     '    r.args.resize(6);\n    r.args[0] = "SET";\n    r.args[3] = "PX";\n'
+     '    r.args[5] = "GET";\n  }\n  r.args[1] = key;\n  r.args[2] = token;\n'
+     '  ms_arg_into(r.args[4], ttl);\n',
      "the quick acquire overwrites another holder's key"),
     ("quick_yes_on_a_holder", "lib/core/replies.cpp",
      "if (r->type != REDIS_REPLY_STRING) return;\n  vote.vote = Vote::no;",

@@ -39,12 +39,12 @@ inline constexpr std::string_view kReadersMarker{"readers\0", 8};
 // A resource's lock key: the key prefix, then the resource, as node-redlock and redsync name it.
 // Written over `key`, whose memory is kept (a reused request's).
 inline void assign_lock_key(std::string& key, std::string_view prefix, std::string_view resource) {
+  key.reserve(prefix.size() + resource.size());  // one allocation at most, none for kept memory
   key.assign(prefix).append(resource);
 }
 
 inline std::string lock_key(std::string_view prefix, std::string_view resource) {
   std::string key;
-  key.reserve(prefix.size() + resource.size());
   assign_lock_key(key, prefix, resource);
   return key;
 }

@@ -200,7 +200,7 @@ void AcquireMachine::send_acquire(const std::vector<NodeVote>* known, Clock::tim
     send.request = std::make_shared<const Request>(acquire_request(
         keys_, token_, ttl_, fencing_, ticket_, place_, line_kept(now), ctx_.turn_length()));
   }
-  send.nodes = live.tally.asked();
+  send.nodes = live.tally.targets();
   bool decided = live.tally.decides_now();  // by the known votes alone, or nobody to ask
   if (!send.nodes.empty()) out.push_back(std::move(send));
   after_decided(id, decided, now, out);
@@ -356,7 +356,7 @@ void AcquireMachine::write_back(AcquireResult granted, Clock::time_point now, Ac
   send.job = id_;
   send.request = std::make_shared<const Request>(
       fence_request(keys_, token_, granted.lock.fencing_token, shared_));
-  send.nodes = live.tally.asked();
+  send.nodes = live.tally.targets();
   live.granted = std::move(granted);
   current_ = id;
   out.push_back(std::move(send));

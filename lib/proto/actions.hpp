@@ -25,6 +25,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <variant>
@@ -71,6 +72,52 @@ struct Request {
 
 // --- actions ---
 
+// The nodes a Send goes to, ascending: a list of its own, or a list that is never changed and
+// outlives every action (FanOutTally's every-node lists), shared rather than copied. Every
+// acquire and release goes to every node: sharing saves each of them a list.
+class NodeList {
+ public:
+  using value_type = std::size_t;
+  using const_iterator = std::vector<std::size_t>::const_iterator;
+  using iterator = const_iterator;
+
+  NodeList() = default;
+  NodeList(std::initializer_list<std::size_t> nodes) : own_(nodes) {}
+  static NodeList shared(const std::vector<std::size_t>& nodes) {
+    NodeList l;
+    l.shared_ = &nodes;
+    return l;
+  }
+  static NodeList copy(const std::vector<std::size_t>& nodes) {
+    NodeList l;
+    l.own_ = nodes;
+    return l;
+  }
+
+  void push_back(std::size_t node) {
+    if (shared_ != nullptr) {
+      own_ = *shared_;
+      shared_ = nullptr;
+    }
+    own_.push_back(node);
+  }
+  const std::vector<std::size_t>& list() const noexcept {
+    return shared_ != nullptr ? *shared_ : own_;
+  }
+  const_iterator begin() const noexcept { return list().begin(); }
+  const_iterator end() const noexcept { return list().end(); }
+  bool empty() const noexcept { return list().empty(); }
+  std::size_t size() const noexcept { return list().size(); }
+  friend bool operator==(const NodeList& a, const NodeList& b) { return a.list() == b.list(); }
+  friend bool operator==(const NodeList& a, const std::vector<std::size_t>& b) {
+    return a.list() == b;
+  }
+
+ private:
+  const std::vector<std::size_t>* shared_ = nullptr;
+  std::vector<std::size_t> own_;
+};
+
 // `job` in Send, ArmTimer and CancelTimer: the acquire job that issued it (AcquireMachine::id()),
 // whose on_reply / on_timer the driver calls; 0 for the machine the driver called (a watchdog, an
 // extend, a release, the notices). One event may make several jobs act (a notice handed on).
@@ -78,7 +125,7 @@ struct Send {
   RequestId id = 0;
   std::uint64_t job = 0;
   std::shared_ptr<const Request> request;  // shared: the driver may keep it until every reply
-  std::vector<std::size_t> nodes;          // node indexes, ascending
+  NodeList nodes;                          // node indexes, ascending
   bool reply_wanted = true;                // false: a clean-up nobody waits for
 };
 

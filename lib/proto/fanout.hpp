@@ -25,6 +25,10 @@ class FanOutTally {
   const std::vector<std::size_t>& asked() const noexcept {
     return every_node_ != nullptr ? *every_node_ : asked_;
   }
+  // The same as a Send's list: the every-node list shared, any other copied.
+  NodeList targets() const {
+    return every_node_ != nullptr ? NodeList::shared(*every_node_) : NodeList::copy(asked_);
+  }
   // Records node `node`'s votes (one per item; a pending vote counts as a protocol error; a node
   // already heard from is ignored). Returns the items newly decided by it, in order.
   std::vector<std::size_t> record(std::size_t node, std::vector<NodeVote> votes);

@@ -1,5 +1,7 @@
 #include "scripts.hpp"
 
+#include <charconv>
+
 #include "../core/replies.hpp"
 #include "redlock_scripts.hpp"  // generated (cmake/EmbedScripts.cmake)
 
@@ -67,6 +69,12 @@ bool script_order_free(ScriptId script) noexcept {
 }
 
 std::string ms_arg(Milliseconds d) { return std::to_string(d.count()); }
+
+void ms_arg_into(std::string& out, Milliseconds d) {
+  char digits[24];
+  auto end = std::to_chars(digits, digits + sizeof digits, d.count()).ptr;
+  out.assign(digits, static_cast<std::size_t>(end - digits));
+}
 
 Request acquire_request(const std::vector<std::string>& keys, const std::string& token,
                         Milliseconds ttl, bool fencing, const std::string& ticket,
@@ -144,15 +152,18 @@ void fill_quick_acquire(Request& r, const std::string& key, const std::string& t
   r.decoder = Decoder::quick_acquire;
   r.items = 1;
   r.keys.clear();
-  // Assigned one by one: a string that held as much before takes it without allocating.
-  r.args.resize(7);
-  r.args[0] = "SET";
+  // Assigned one by one: a string that held as much before takes it without allocating. A
+  // reused request holds the command's words already: only the key, the token and the ttl change.
+  if (r.args.size() != 7 || r.args[0] != "SET") {
+    r.args.resize(7);
+    r.args[0] = "SET";
+    r.args[3] = "NX";
+    r.args[4] = "PX";
+    r.args[6] = "GET";
+  }
   r.args[1] = key;
   r.args[2] = token;
-  r.args[3] = "NX";
-  r.args[4] = "PX";
-  r.args[5] = ms_arg(ttl);
-  r.args[6] = "GET";
+  ms_arg_into(r.args[5], ttl);
 }
 
 bool is_syntax_error(const NodeVote& vote) {

@@ -29,6 +29,8 @@ std::string_view script_name(ScriptId script) noexcept;
 bool script_order_free(ScriptId script) noexcept;
 
 std::string ms_arg(Milliseconds d);
+// The same written over `out`, whose memory is kept (a reused request's).
+void ms_arg_into(std::string& out, Milliseconds d);
 
 // A waiter's place in a key's line, as the scripts take it (acquire.lua ARGV[4..6], release.lua
 // ARGV[3..5]).

@@ -48,7 +48,7 @@ Send send_to_all(std::shared_ptr<const Request> request, const FanOutTally& tall
   Send s;
   s.id = id;
   s.request = std::move(request);
-  s.nodes = tally.asked();
+  s.nodes = tally.targets();
   return s;
 }
 

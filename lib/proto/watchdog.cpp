@@ -172,7 +172,7 @@ void WatchdogMachine::renew(Batch batch, Clock::time_point now, Actions& out) {
   auto [it, inserted] =
       calls_.emplace(send.id, Call{std::move(batch), FanOutTally(ctx_.nodes(), n, now), n});
   (void)inserted;
-  send.nodes = it->second.tally.asked();
+  send.nodes = it->second.tally.targets();
   ++calls_in_flight_;
   out.push_back(std::move(send));
 }
