@@ -1,6 +1,7 @@
-// The Redis protocol (RESP), through hiredis: commands are formatted by its formatter and
-// replies parsed by its reader (redisReader). No I/O: bytes in, bytes out; the session
-// (node.cpp) moves them through a Transport. Loop thread only.
+// The Redis protocol (RESP): commands are formatted here (append_command), replies are parsed by
+// hiredis' reader (redisReader) into reply trees that functions of ours build (protocol.cpp) and
+// ReplyFree frees. No I/O: bytes in, bytes out; the session (node.cpp) moves them through a
+// Transport. One connection's reader on one thread at a time.
 #pragma once
 
 #include <array>
