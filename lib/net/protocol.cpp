@@ -86,10 +86,13 @@ namespace {
 // acquire or a release) comes from the thread's kept blocks (core/recycled.hpp), bigger ones from
 // the heap. Only free_reply() frees them, never freeReplyObject(): the reader calls it through
 // its function table, and ReplyFree calls it.
-constexpr std::size_t kPooled = 128;
+// Two sizes are kept: a reply with no string or a short one (an integer, a nil, "OK", a renewal's
+// vote), and one with a string of up to 79 bytes (a token, a digest).
+constexpr std::size_t kSmall = 64, kPooled = 128;
 
 void* take_block(std::size_t size) noexcept {
   try {
+    if (size <= kSmall) return BlockPool<kSmall>::take();
     return size <= kPooled ? BlockPool<kPooled>::take() : ::operator new(size);
   } catch (...) {
     return nullptr;  // hiredis: "out of memory", the reader stops
@@ -97,7 +100,9 @@ void* take_block(std::size_t size) noexcept {
 }
 
 void give_block(void* p, std::size_t size) noexcept {
-  if (size <= kPooled)
+  if (size <= kSmall)
+    BlockPool<kSmall>::give(p);
+  else if (size <= kPooled)
     BlockPool<kPooled>::give(p);
   else
     ::operator delete(p);
