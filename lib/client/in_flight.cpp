@@ -38,8 +38,11 @@ InFlight::~InFlight() { sink_.on_request_ended(); }
 void InFlight::start(std::vector<std::unique_ptr<Node>>& nodes, uv_loop_t* loop,
                      const proto::Send& send, Route route, VoteSink& sink) {
   auto* s = new InFlight(send, route, sink);
-  // One reading of the loop's clocks for every node's request: they leave together.
-  const auto at = Node::SendTime::now(loop);
+  // One reading of the loop's clocks for every node's request: they leave together. An acquire's
+  // attempt brings the reading its machine was given, taken just before (no second reading).
+  const auto at = send.issued_at != proto::Clock::time_point{}
+                      ? Node::SendTime::now(loop, send.issued_at)
+                      : Node::SendTime::now(loop);
   std::vector<std::pair<std::size_t, std::vector<NodeVote>>> refused;
   for (auto i : send.nodes) {
     auto& node = *nodes[i];

@@ -176,6 +176,7 @@ void AcquireMachine::send_acquire(const std::vector<NodeVote>* known, Clock::tim
   Send send;
   send.id = id;
   send.job = id_;
+  send.issued_at = now;
   // An acquire that does not wait, of one key and without fencing, is one plain command instead
   // (docs/guide-waiting.md); a server too old for it gets the script, built only then (on_reply).
   // A waiter's first attempt, unless a release notice began it (then somebody waits).

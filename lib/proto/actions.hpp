@@ -127,6 +127,10 @@ struct Send {
   std::shared_ptr<const Request> request;  // shared: the driver may keep it until every reply
   NodeList nodes;                          // node indexes, ascending
   bool reply_wanted = true;                // false: a clean-up nobody waits for
+  // The `now` of the event that issued it, when the machine was given a reading (an acquire's
+  // attempt): the driver may count the replies' latency from it instead of reading the clock
+  // again. It is earlier than the send, so a latency counted from it is never too short.
+  Clock::time_point issued_at{};
 };
 
 struct ArmTimer {
