@@ -153,8 +153,10 @@ void fill_quick_acquire(Request& r, const std::string& key, const std::string& t
   r.items = 1;
   r.keys.clear();
   // Assigned one by one: a string that held as much before takes it without allocating. A
-  // reused request holds the command's words already: only the key, the token and the ttl change.
-  if (r.args.size() != 7 || r.args[0] != "SET") {
+  // reused request holds the command's words already (checked, all of them: without NX the
+  // command would overwrite another holder's key): only the key, the token and the ttl change.
+  if (r.args.size() != 7 || r.args[0] != "SET" || r.args[3] != "NX" || r.args[4] != "PX" ||
+      r.args[6] != "GET") {
     r.args.resize(7);
     r.args[0] = "SET";
     r.args[3] = "NX";

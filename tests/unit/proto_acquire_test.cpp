@@ -28,6 +28,7 @@ TEST(ProtoAcquire, QuickAcquireGrantsAtTheQuorumWithValidityFromTheSendTime) {
   auto send = only<Send>(out);
   EXPECT_EQ(send.nodes, nodes({0, 1, 2, 3, 4}));
   EXPECT_EQ(send.job, m.id());
+  EXPECT_EQ(send.issued_at, at(0ms)) << "the driver counts the replies' latency from it";
   EXPECT_EQ(send.request->script, ScriptId::none);
   EXPECT_EQ(send.request->decoder, Decoder::quick_acquire);
   EXPECT_EQ(send.request->args,

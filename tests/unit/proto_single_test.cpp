@@ -216,6 +216,14 @@ TEST(ProtoRelease, AReusedRequestIsFilledInWholeAndOnlyOnceFree) {
   fill_quick_acquire(*again, "redlock:b", token(2), 700ms);
   EXPECT_EQ(again->args, quick_acquire_request("redlock:b", token(2), 700ms).args);
   EXPECT_TRUE(again->keys.empty());
+  // Whatever a request held before (only the words of a quick acquire are left in place).
+  for (auto before : {release_request({"redlock:c"}, token(3)),
+                      Request{ScriptId::none, {}, {"SET", "x", "y", "XX", "PX", "1", "GET"}}}) {
+    fill_quick_acquire(before, "redlock:c", token(3), 900ms);
+    EXPECT_EQ(before.args, quick_acquire_request("redlock:c", token(3), 900ms).args);
+    EXPECT_EQ(before.script, ScriptId::none);
+    EXPECT_TRUE(before.keys.empty());
+  }
 
   // A release machine's request, reused: the same as release_request's.
   for (int i = 0; i < 2; ++i) {
